@@ -1,0 +1,29 @@
+# Two entry points: `make run` (the default study) and `make test` (the suite).
+# Both create .venv on first use. TORCH pins the torch build installed first; the
+# default 2.13.0 matches a local CPU wheel here; set TORCH=torch for the newest release.
+PYTHON ?= python3
+VENV ?= .venv
+TORCH ?= torch==2.13.0
+CORES ?= all
+BIN := $(VENV)/bin
+
+.PHONY: env run test lint report clean-results
+
+env: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet "$(TORCH)"
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $@
+
+run: env
+	$(BIN)/snakemake --cores $(CORES) --resources gpu=1
+
+test: env
+	$(BIN)/python -m pytest -q
+
+lint: env
+	$(BIN)/snakemake --lint
+	$(BIN)/snakefmt --check Snakefile workflow/rules

@@ -1,0 +1,23 @@
+# Layerwise state encoding in sequence models: the whole study as one DAG.
+# Rules live in workflow/rules (one file per stage); the science in src/statelayers.
+from snakemake.utils import min_version
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/evaluate.smk"
+include: "workflow/rules/probes.smk"
+include: "workflow/rules/tables.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        final_outputs(),

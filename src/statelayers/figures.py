@@ -1,0 +1,96 @@
+"""Paper-style figures from the aggregated tables (matplotlib, Agg backend).
+
+Lines are means over seeds; bands span the lowest to the highest seed, and every
+seed is drawn as a faint point so the spread stays visible with two seeds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from statelayers import io  # noqa: E402
+from statelayers.models import ARCHS  # noqa: E402
+
+ARCH_STYLE = {
+    "transformer": ("Transformer", "#1f77b4", "o"),
+    "mamba": ("Mamba", "#d62728", "s"),
+    "mamba2": ("Mamba-2", "#ff7f0e", "D"),
+    "lstm": ("LSTM", "#2ca02c", "^"),
+    "gru": ("GRU", "#9467bd", "v"),
+}
+TASK_TITLE = {"parity": "Parity", "s3": "S3", "dyck": "Dyck", "codedepth": "Code-Depth"}
+
+
+def _ordered(values, order) -> list:
+    present = list(dict.fromkeys(values))
+    return [v for v in order if v in present] + [v for v in present if v not in order]
+
+
+def _seed_lines(ax, frame: pd.DataFrame, x: str, y: str) -> None:
+    for arch in _ordered(frame["arch"], ARCHS):
+        label, color, marker = ARCH_STYLE.get(arch, (arch, None, "o"))
+        sub = frame[frame["arch"] == arch]
+        stats = sub.groupby(x)[y].agg(["mean", "min", "max"]).sort_index()
+        ax.plot(stats.index, stats["mean"], marker=marker, color=color, label=label, lw=1.8, ms=5)
+        ax.fill_between(stats.index, stats["min"], stats["max"], color=color, alpha=0.15, lw=0)
+        ax.scatter(sub[x], sub[y], color=color, s=8, alpha=0.35, lw=0)
+
+
+def _save(fig: plt.Figure, paths: list[str | Path]) -> None:
+    for path in paths:
+        fmt = Path(path).suffix.lstrip(".")
+        io.write_with(lambda tmp: fig.savefig(tmp, format=fmt, dpi=200, bbox_inches="tight"), path)
+    plt.close(fig)
+
+
+def probe_profiles(probes: pd.DataFrame, fit_length: int, paths: list[str | Path]) -> None:
+    """Probe accuracy by layer for the training label: one panel per task, a line per architecture."""
+    frame = probes[(probes["target"] == "labels") & (probes["split"] == "probe")]
+    tasks = _ordered(frame["task"], TASK_TITLE)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(3.4 * len(tasks), 3.2), sharey=True, squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        sub = frame[frame["task"] == task]
+        _seed_lines(ax, sub, "layer", "probe_accuracy")
+        ax.axhline(sub["majority_baseline"].mean(), color="0.5", ls="--", lw=1, label="majority")
+        layers = sorted(sub["layer"].unique())
+        ax.set_xticks(layers, ["emb" if layer == 0 else f"L{layer}" for layer in layers])
+        ax.set_title(TASK_TITLE.get(task, task))
+        ax.set_xlabel("layer")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("probe accuracy (held-out sequences)")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    n_seeds = frame.groupby(["arch", "task"])["seed"].nunique().min()
+    fig.suptitle(f"Linear probe accuracy by layer (L = {fit_length}, {n_seeds} seeds, band = seed range)", fontsize=10)
+    fig.tight_layout()
+    _save(fig, paths)
+
+
+def behaviour(table: pd.DataFrame, train_length: int, paths: list[str | Path]) -> None:
+    """Token and whole-sequence accuracy against evaluation length, one column per task."""
+    tasks = _ordered(table["task"], TASK_TITLE)
+    metrics = [("token_accuracy", "token accuracy"), ("sequence_accuracy", "sequence accuracy")]
+    fig, axes = plt.subplots(2, len(tasks), figsize=(3.4 * len(tasks), 5.6), sharex=True, sharey="row", squeeze=False)
+    for col, task in enumerate(tasks):
+        sub = table[table["task"] == task]
+        for row, (metric, label) in enumerate(metrics):
+            ax = axes[row][col]
+            _seed_lines(ax, sub, "eval_length", metric)
+            ax.axvline(train_length, color="0.5", ls=":", lw=1)
+            ax.set_ylim(-0.02, 1.02)
+            ax.grid(alpha=0.3)
+            if row == 0:
+                ax.set_title(TASK_TITLE.get(task, task))
+            else:
+                ax.set_xlabel("evaluation length")
+            if col == 0:
+                ax.set_ylabel(label)
+    axes[0][-1].legend(fontsize=8, loc="lower left")
+    fig.suptitle(f"Behaviour vs length (trained at L = {train_length}; dotted line)", fontsize=10)
+    fig.tight_layout()
+    _save(fig, paths)

@@ -1,0 +1,122 @@
+"""A faster pure-PyTorch selective scan for transformers' Mamba-1 on CPU.
+
+transformers' reference scan indexes ``discrete_A[:, :, t]`` inside its loop; autograd
+then materialises a full-size zero gradient per step, so its backward pass is
+quadratic in length. Here the recurrence
+
+.. math::
+    h_t = \\exp(\\Delta_t A) \\odot h_{t-1} + \\Delta_t u_t B_t,\\qquad y_t = C_t^\\top h_t
+
+runs in :class:`SelectiveScan`, an autograd function whose backward is the reverse
+recurrence written out by hand:
+
+.. math::
+    g_t = \\bar g_t + y'_t C_t,\\quad
+    \\bar g_{t-1} = g_t \\odot e^{\\Delta_t A},\\quad
+    \\partial(\\Delta_t A) = g_t \\odot h_{t-1} \\odot e^{\\Delta_t A},
+
+so each step touches ``(batch, d_inner, state)`` tensors only and nothing of size
+``length x batch x d_inner x state`` is differentiated through. The skip ``D u`` and the
+gate ``silu(z)`` stay in ordinary autograd. The signature equals transformers'
+``mamba_selective_scan``; the tests check outputs and gradients against it.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from transformers.models.mamba import modeling_mamba
+
+REFERENCE_SCAN = modeling_mamba.mamba_selective_scan
+
+
+class SelectiveScan(torch.autograd.Function):
+    """``y = scan(u, dt, A, B, C)`` with ``u, dt: (b, d, l)``, ``A: (d, n)``, ``B, C: (b, n, l)``."""
+
+    @staticmethod
+    def forward(ctx, u, dt, A, B, C):
+        batch, d_inner, length = u.shape
+        dt_t, u_t = dt.permute(2, 0, 1).contiguous(), u.permute(2, 0, 1).contiguous()
+        B_t, C_t = B.permute(2, 0, 1).contiguous(), C.permute(2, 0, 1).contiguous()
+        states = u.new_empty(length, batch, d_inner, A.shape[1])
+        y = u.new_empty(length, batch, d_inner)
+        state = u.new_zeros(batch, d_inner, A.shape[1])
+        for t in range(length):
+            decay = torch.exp(dt_t[t].unsqueeze(-1) * A)
+            state = torch.addcmul(decay * state, (dt_t[t] * u_t[t]).unsqueeze(-1), B_t[t].unsqueeze(1))
+            states[t] = state
+            y[t] = torch.matmul(state, C_t[t].unsqueeze(-1)).squeeze(-1)
+        ctx.save_for_backward(dt_t, u_t, A, B_t, C_t, states)
+        return y.permute(1, 2, 0), state
+
+    @staticmethod
+    def backward(ctx, grad_y, grad_last_state):
+        dt_t, u_t, A, B_t, C_t, states = ctx.saved_tensors
+        grad_y = grad_y.permute(2, 0, 1)
+        grad_dt, grad_u = torch.empty_like(dt_t), torch.empty_like(u_t)
+        grad_B, grad_C = torch.empty_like(B_t), torch.empty_like(C_t)
+        grad_A = torch.zeros_like(A)
+        grad_state = torch.zeros_like(states[0]) if grad_last_state is None else grad_last_state.clone()
+        for t in range(len(states) - 1, -1, -1):
+            grad_state = torch.addcmul(grad_state, grad_y[t].unsqueeze(-1), C_t[t].unsqueeze(1))
+            grad_C[t] = torch.matmul(grad_y[t].unsqueeze(1), states[t]).squeeze(1)
+            decay = torch.exp(dt_t[t].unsqueeze(-1) * A)
+            drive = dt_t[t] * u_t[t]
+            grad_drive = torch.matmul(grad_state, B_t[t].unsqueeze(-1)).squeeze(-1)
+            grad_B[t] = torch.matmul(drive.unsqueeze(1), grad_state).squeeze(1)
+            if t > 0:
+                grad_exponent = grad_state * states[t - 1] * decay
+                grad_dt[t] = (grad_exponent * A).sum(-1) + grad_drive * u_t[t]
+                grad_A += (grad_exponent * dt_t[t].unsqueeze(-1)).sum(0)
+            else:
+                grad_dt[t] = grad_drive * u_t[t]
+            grad_u[t] = grad_drive * dt_t[t]
+            grad_state = grad_state * decay
+        return (
+            grad_u.permute(1, 2, 0),
+            grad_dt.permute(1, 2, 0),
+            grad_A,
+            grad_B.permute(1, 2, 0),
+            grad_C.permute(1, 2, 0),
+        )
+
+
+def selective_scan(
+    hidden_states: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: torch.Tensor | None = None,
+    z: torch.Tensor | None = None,
+    delta_bias: torch.Tensor | None = None,
+    delta_softplus: bool = False,
+    return_last_state: bool = False,
+    **_: object,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    dtype = hidden_states.dtype
+    u = hidden_states.float()
+    dt = dt.float()
+    if delta_bias is not None:
+        dt = dt + delta_bias.float()[..., None]
+    if delta_softplus:
+        dt = F.softplus(dt)
+    y, last_state = SelectiveScan.apply(u, dt, A.float(), B.float(), C.float())
+    if D is not None:
+        y = y + u * D.float()[None, :, None]
+    if z is not None:
+        y = y * F.silu(z.float())
+    y = y.to(dtype)
+    return (y, last_state) if return_last_state else y
+
+
+def use_scan(kind: str) -> None:
+    """Select the scan transformers' MambaMixer calls in this process.
+
+    ``"fast"`` installs :func:`selective_scan`; ``"reference"`` restores whatever
+    transformers resolved at import (its torch loop, or mamba-ssm's kernel when
+    installed).
+    """
+    if kind not in ("fast", "reference"):
+        raise ValueError(f"unknown scan {kind!r}")
+    modeling_mamba.mamba_selective_scan = selective_scan if kind == "fast" else REFERENCE_SCAN

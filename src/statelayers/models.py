@@ -1,0 +1,265 @@
+"""Five sequence taggers behind one interface.
+
+Every model maps tokens ``(batch, length)`` to per-token logits and exposes the
+hidden state of every layer: index 0 is the embedding output, index ``i`` the
+output of block ``i`` (before any final norm). States are read with forward hooks
+on those modules (:meth:`SequenceTagger.forward`), which is also where later stages
+edit them, so reading and intervening use one mechanism for every architecture.
+
+Backbones: GPT-NeoX (rotary positions), Mamba and Mamba-2 are transformers' models
+built from their config classes; LSTM and GRU are stacks of single-layer torch
+modules so that each layer's output exists.
+
+Parameter matching: each architecture has one width knob (GPT-NeoX's MLP width,
+Mamba's and Mamba-2's integer ``expand``). The parameter count is affine in the
+knob, so two instantiations give the line and the knob nearest the target follows.
+LSTM and GRU at fixed ``d_model`` and depth have no such knob and keep their count.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from statelayers import io
+
+ARCHS = ("transformer", "mamba", "mamba2", "lstm", "gru")
+StateEdit = Callable[[torch.Tensor], torch.Tensor]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything needed to rebuild a model; saved beside its weights."""
+
+    arch: str
+    vocab_size: int
+    num_classes: int
+    d_model: int = 128
+    n_layers: int = 4
+    width: int | None = None
+    """The architecture's width knob; ``None`` until matched (or for lstm/gru)."""
+    options: dict = field(default_factory=dict)
+    """Architecture options passed to its config (heads, state size, ...)."""
+
+    def __post_init__(self) -> None:
+        if self.arch not in ARCHS:
+            raise ValueError(f"unknown architecture {self.arch!r}; expected one of {ARCHS}")
+
+
+def _hf_backbone(spec: ModelSpec) -> nn.Module:
+    from transformers import (
+        GPTNeoXConfig,
+        GPTNeoXModel,
+        Mamba2Config,
+        Mamba2Model,
+        MambaConfig,
+        MambaModel,
+    )
+
+    opts = dict(spec.options)
+    common = dict(vocab_size=spec.vocab_size, hidden_size=spec.d_model, num_hidden_layers=spec.n_layers)
+    if spec.arch == "transformer":
+        config = GPTNeoXConfig(
+            **common,
+            num_attention_heads=opts.pop("heads", 4),
+            intermediate_size=spec.width or 4 * spec.d_model,
+            max_position_embeddings=opts.pop("max_positions", 2048),
+            hidden_dropout=0.0,
+            attention_dropout=0.0,
+            use_cache=False,
+            **opts,
+        )
+        return GPTNeoXModel(config)
+    if spec.arch == "mamba":
+        config = MambaConfig(
+            **common, expand=spec.width or 2, state_size=opts.pop("state_size", 16), use_cache=False, **opts
+        )
+        return MambaModel(config)
+    head_dim = opts.pop("head_dim", 32)
+    expand = spec.width or 2
+    config = Mamba2Config(
+        **common,
+        expand=expand,
+        head_dim=head_dim,
+        num_heads=expand * spec.d_model // head_dim,
+        n_groups=1,
+        state_size=opts.pop("state_size", 64),
+        chunk_size=opts.pop("chunk_size", 64),
+        use_cache=False,
+        **opts,
+    )
+    return Mamba2Model(config)
+
+
+class RecurrentLayer(nn.Module):
+    """One single-layer LSTM/GRU that returns only its output sequence."""
+
+    def __init__(self, cell: type[nn.RNNBase], d_model: int):
+        super().__init__()
+        self.rnn = cell(d_model, d_model, batch_first=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.rnn(x)[0]
+
+
+class RecurrentStack(nn.Module):
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        cell = {"lstm": nn.LSTM, "gru": nn.GRU}[spec.arch]
+        self.embedding = nn.Embedding(spec.vocab_size, spec.d_model)
+        self.layers = nn.ModuleList(RecurrentLayer(cell, spec.d_model) for _ in range(spec.n_layers))
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.embedding
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        h = self.embedding(input_ids)
+        for layer in self.layers:
+            h = layer(h)
+        return h
+
+
+class SequenceTagger(nn.Module):
+    """A backbone plus a linear per-token classification head."""
+
+    def __init__(self, spec: ModelSpec):
+        super().__init__()
+        self.spec = spec
+        self.backbone = RecurrentStack(spec) if spec.arch in ("lstm", "gru") else _hf_backbone(spec)
+        self.head = nn.Linear(spec.d_model, spec.num_classes)
+
+    @property
+    def taps(self) -> list[nn.Module]:
+        """Modules whose outputs are the layer states: embedding, then each block."""
+        return [self.backbone.get_input_embeddings(), *self.backbone.layers]
+
+    def features(self, tokens: torch.Tensor) -> torch.Tensor:
+        if isinstance(self.backbone, RecurrentStack):
+            return self.backbone(tokens)
+        return self.backbone(input_ids=tokens, use_cache=False).last_hidden_state
+
+    def forward(
+        self,
+        tokens: torch.Tensor,
+        edits: Mapping[int, StateEdit] | None = None,
+        return_states: bool = False,
+    ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
+        """Logits ``(batch, length, classes)``; with ``return_states`` also every layer's state.
+
+        ``edits[i]`` replaces the output of tap ``i`` (0 = embedding) before the rest of
+        the model sees it; the returned states are the edited ones.
+        """
+        edits = dict(edits or {})
+        if not edits and not return_states:
+            return self.head(self.features(tokens))
+        states: list[torch.Tensor | None] = [None] * len(self.taps)
+
+        def hook(index: int):
+            def record(module: nn.Module, args: tuple, output):
+                hidden = output[0] if isinstance(output, tuple) else output
+                if index in edits:
+                    hidden = edits[index](hidden)
+                states[index] = hidden
+                if index not in edits:
+                    return None
+                return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
+
+            return record
+
+        handles = [tap.register_forward_hook(hook(i)) for i, tap in enumerate(self.taps)]
+        try:
+            logits = self.head(self.features(tokens))
+        finally:
+            for handle in handles:
+                handle.remove()
+        return (logits, states) if return_states else logits
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters())
+
+
+def match_width(spec: ModelSpec, target: int) -> ModelSpec:
+    """Set ``spec.width`` to the knob value whose parameter count is nearest ``target``."""
+    if spec.arch in ("lstm", "gru"):
+        return spec
+    step = 16 if spec.arch == "transformer" else 1
+    at = {w: count_parameters(SequenceTagger(replace(spec, width=w))) for w in (step, 2 * step)}
+    slope = at[2 * step] - at[step]
+    ideal = step + (target - at[step]) / slope * step
+    below = max(step, math.floor(ideal / step) * step)
+    candidates = {w: at[step] + slope * (w - step) // step for w in (below, below + step)}
+    return replace(spec, width=min(candidates, key=lambda w: abs(candidates[w] - target)))
+
+
+def matched_spec(
+    arch: str,
+    task: str,
+    task_params: Mapping | None,
+    d_model: int,
+    n_layers: int,
+    options: Mapping,
+    target_params: int,
+) -> ModelSpec:
+    """The spec of ``arch`` for ``task``, its width knob matched to ``target_params``."""
+    from statelayers.tasks import task_spec
+
+    sizes = task_spec(task, task_params)
+    spec = ModelSpec(arch, sizes.vocab_size, sizes.num_classes, d_model, n_layers, options=dict(options))
+    return match_width(spec, target_params)
+
+
+def build_model(spec: ModelSpec, mamba_scan: str | None = "fast") -> SequenceTagger:
+    if spec.arch == "mamba":
+        from statelayers.mamba_scan import use_scan
+
+        use_scan(mamba_scan or "fast")
+    return SequenceTagger(spec)
+
+
+def save_model(model: SequenceTagger, directory: str | Path, extra: Mapping | None = None) -> None:
+    """``model.json`` (spec, parameter count, ``extra``) and ``model.pt`` (state dict), atomically."""
+    directory = Path(directory)
+    io.write_with(lambda p: torch.save(model.state_dict(), p), directory / "model.pt")
+    io.write_json(
+        {"spec": asdict(model.spec), "params": count_parameters(model), **dict(extra or {})},
+        directory / "model.json",
+    )
+
+
+def load_model(directory: str | Path, mamba_scan: str | None = None, device: str = "cpu") -> SequenceTagger:
+    """Rebuild a saved model in eval mode on ``device`` (``auto``, ``cpu`` or ``cuda``)."""
+    from statelayers.runtime import resolve_device
+
+    directory = Path(directory)
+    meta = io.read_json(directory / "model.json")
+    model = build_model(ModelSpec(**meta["spec"]), mamba_scan=mamba_scan or "fast")
+    try:
+        state = torch.load(directory / "model.pt", map_location="cpu", weights_only=True)
+    except (RuntimeError, EOFError, OSError) as err:
+        raise io._unreadable(directory / "model.pt", err) from err
+    model.load_state_dict(state)
+    return model.to(resolve_device(device)).eval()
+
+
+def params_table(metas: list[dict], target: int, tolerance: float = 0.10) -> "pd.DataFrame":
+    """One row per (arch, task) from saved ``model.json`` records: count, knob, deviation."""
+    import pandas as pd
+
+    rows = {}
+    for meta in metas:
+        spec = meta["spec"]
+        key = (spec["arch"], meta["task"])
+        if key in rows and rows[key]["params"] != meta["params"]:
+            raise ValueError(f"seeds of {key} disagree on the parameter count")
+        rows[key] = {"arch": spec["arch"], "task": meta["task"], "width": spec["width"], "params": meta["params"]}
+    frame = pd.DataFrame(rows.values()).astype({"width": "Int64"})
+    frame["target_params"] = target
+    frame["relative_deviation"] = frame["params"] / target - 1
+    frame["within_tolerance"] = frame["relative_deviation"].abs() <= tolerance
+    return frame

@@ -1,0 +1,45 @@
+"""Process set-up shared by the workflow's entry scripts: logging and CPU threads."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+
+def start(log_path: str | None = None, threads: int | None = None) -> logging.Logger:
+    """Log to ``log_path`` (Snakemake's per-job log) and stderr; pin torch to ``threads``.
+
+    Snakemake exports OMP/MKL thread counts from the rule's ``threads``, but torch's
+    intra-op pool is sized at import, so it is set here explicitly.
+    """
+    handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
+    if log_path:
+        handlers.append(logging.FileHandler(log_path, mode="w"))
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        handlers=handlers,
+        force=True,
+    )
+    logging.captureWarnings(True)
+    if threads:
+        import torch
+
+        torch.set_num_threads(threads)
+    return logging.getLogger("statelayers")
+
+
+def resolve_device(device: str):
+    """``auto`` means CUDA when present; asking for CUDA without it is an error."""
+    import torch
+
+    if device == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if device == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError("device 'cuda' requested but torch sees no CUDA GPU; use 'cpu' or 'auto'")
+    return torch.device(device)
+
+
+def run_key(wildcards) -> dict:
+    """The (arch, task, seed) of a per-run job, as table columns."""
+    return {"arch": wildcards.arch, "task": wildcards.task, "seed": int(wildcards.seed)}

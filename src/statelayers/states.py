@@ -1,0 +1,83 @@
+"""Every layer's hidden states as Parquet, one row per (layer, sequence, position).
+
+Schema of ``results/states/{arch}/{task}/seed{seed}/{split}_L{length}.parquet``:
+
+=========  ===========================  ==========================================
+column     type                         meaning
+=========  ===========================  ==========================================
+layer      int8                         0 = embedding output, i = output of block i
+seq_id     int32                        row of the data file the states come from
+pos        int16                        position in the sequence, 0-based
+token      int8                         input token at ``pos``
+labels     int8                         training label at ``pos``
+depth      int8                         stack depth at ``pos`` (dyck only)
+vector     fixed_size_list<float32>[d]  the hidden state
+=========  ===========================  ==========================================
+
+Rows are sorted by (layer, seq_id, pos). Read a layer back with :func:`read_layer`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import torch
+from tqdm import tqdm
+
+from statelayers import io
+from statelayers.models import SequenceTagger
+
+TARGET_COLUMNS = ("labels", "depth")
+
+
+@torch.no_grad()
+def layer_states(model: SequenceTagger, tokens: np.ndarray, batch_size: int = 128) -> np.ndarray:
+    """Hidden states ``(layers, n, length, d_model)`` as float32."""
+    model.eval()
+    device = next(model.parameters()).device
+    chunks = []
+    for start in tqdm(range(0, len(tokens), batch_size), desc="states", mininterval=5):
+        _, states = model(torch.as_tensor(tokens[start : start + batch_size], device=device), return_states=True)
+        chunks.append(torch.stack(states).float().cpu().numpy())
+    return np.concatenate(chunks, axis=1)
+
+
+def states_table(states: np.ndarray, data: dict[str, np.ndarray]) -> pa.Table:
+    layers, n, length, d = states.shape
+    def tile(values: np.ndarray, dtype) -> np.ndarray:
+        return np.tile(values.reshape(-1).astype(dtype), layers)
+
+    columns = {
+        "layer": np.repeat(np.arange(layers, dtype=np.int8), n * length),
+        "seq_id": tile(np.repeat(data["seq_id"], length), np.int32),
+        "pos": tile(np.tile(np.arange(length), n), np.int16),
+        "token": tile(data["tokens"], np.int8),
+    }
+    columns |= {name: tile(data[name], np.int8) for name in TARGET_COLUMNS if name in data}
+    vectors = pa.FixedSizeListArray.from_arrays(pa.array(states.reshape(-1)), d)
+    return pa.table({**{k: pa.array(v) for k, v in columns.items()}, "vector": vectors})
+
+
+def write_states(model: SequenceTagger, data: dict[str, np.ndarray], path: str | Path) -> None:
+    io.write_parquet(states_table(layer_states(model, data["tokens"]), data), path)
+
+
+def read_layers(path: str | Path) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
+    """Yield ``(layer, columns)`` with ``columns["vector"]`` as an ``(rows, d)`` array."""
+    try:
+        table = pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as err:
+        raise io._unreadable(path, err) from err
+    for layer in pc.unique(table["layer"]).to_pylist():
+        part = table.filter(pc.equal(table["layer"], layer))
+        vector = part["vector"].combine_chunks()
+        columns = {
+            name: part[name].to_numpy() for name in part.column_names if name not in ("vector", "layer")
+        }
+        columns["vector"] = vector.values.to_numpy().reshape(len(part), vector.type.list_size)
+        yield layer, columns

@@ -1,0 +1,113 @@
+import shutil
+
+from snakemake.utils import validate
+
+validate(config, schema="../schemas/config.schema.yaml")
+
+ARCHS = config["architectures"]
+TASKS = config["tasks"]
+SEEDS = config["seeds"]
+TRAIN_LENGTH = config["train_length"]
+EVAL_LENGTHS = sorted(config["eval_lengths"])
+CONDA_ENV = "../../envs/study.yaml"
+
+if config["task_params"]["dyck"]["max_depth"] > TRAIN_LENGTH:
+    raise ValueError(
+        f"config: task_params.dyck.max_depth ({config['task_params']['dyck']['max_depth']}) "
+        f"exceeds train_length ({TRAIN_LENGTH}); no training sequence could reach it"
+    )
+
+
+wildcard_constraints:
+    arch="|".join(ARCHS),
+    task="|".join(TASKS),
+    seed=r"\d+",
+    length=r"\d+",
+    split="train|validation|probe|test",
+
+
+RUN = "{arch}/{task}/seed{seed}"
+MODEL_DIR = f"results/models/{RUN}"
+STATES_DIR = f"results/states/{RUN}"
+
+
+def task_params(task):
+    """Generator parameters of one task; only they (not other tasks') reach its jobs."""
+    return config["task_params"].get(task, {})
+
+
+def data_file(split, length="{length}"):
+    return f"results/data/{{task}}/{split}_L{length}.parquet"
+
+
+def test_data_files(wildcards):
+    return {
+        f"L{length}": f"results/data/{wildcards.task}/test_L{length}.parquet"
+        for length in EVAL_LENGTHS
+    }
+
+
+def model_spec(wildcards):
+    """Everything that builds one architecture's model: its own options only."""
+    model = config["model"]
+    return {
+        "arch": wildcards.arch,
+        "task": wildcards.task,
+        "task_params": task_params(wildcards.task),
+        "d_model": model["d_model"],
+        "n_layers": model["n_layers"],
+        "options": model["options"].get(wildcards.arch, {}),
+        "target_params": model["target_params"],
+    }
+
+
+def train_settings(wildcards):
+    """Shared training settings with this architecture's overrides applied."""
+    training = config["training"]
+    shared = {
+        key: value
+        for key, value in training.items()
+        if key not in ("device", "threads", "mamba_scan", "overrides")
+    }
+    return shared | training["overrides"].get(wildcards.arch, {})
+
+
+def mamba_scan(wildcards):
+    """The Mamba-1 scan setting reaches Mamba jobs only, so changing it retrains nothing else."""
+    return config["training"]["mamba_scan"] if wildcards.arch == "mamba" else None
+
+
+def gpu_jobs():
+    """GPU tokens a model job takes: 1 when it will run on CUDA, else 0.
+
+    ``auto`` counts as CUDA where ``nvidia-smi`` exists, without importing torch here
+    (that would slow every snakemake start).
+    """
+    device = config["training"]["device"]
+    return int(
+        device == "cuda"
+        or (device == "auto" and shutil.which("nvidia-smi") is not None)
+    )
+
+
+def model_files(wildcards=None):
+    return {
+        "weights": f"{MODEL_DIR}/model.pt",
+        "meta": f"{MODEL_DIR}/model.json",
+    }
+
+
+def per_run(pattern):
+    return expand(pattern, arch=ARCHS, task=TASKS, seed=SEEDS)
+
+
+def final_outputs():
+    return [
+        "results/tables/params.csv",
+        "results/tables/behaviour.csv",
+        "results/tables/probes.csv",
+        "results/figures/probe_profiles.png",
+        "results/figures/probe_profiles.pdf",
+        "results/figures/behaviour.png",
+        "results/figures/behaviour.pdf",
+    ]

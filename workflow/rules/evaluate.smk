@@ -1,0 +1,49 @@
+rule behaviour:
+    input:
+        unpack(model_files),
+        unpack(test_data_files),
+    output:
+        f"results/behaviour/{RUN}.csv",
+    log:
+        f"results/logs/behaviour/{RUN}.log",
+    benchmark:
+        f"results/benchmarks/behaviour/{RUN}.tsv"
+    conda:
+        CONDA_ENV
+    threads: config["training"]["threads"]
+    resources:
+        gpu=gpu_jobs(),
+    params:
+        device=config["training"]["device"],
+        mamba_scan=mamba_scan,
+    script:
+        "../scripts/behaviour.py"
+
+
+rule states:
+    input:
+        unpack(model_files),
+        unpack(test_data_files),
+        probe=data_file("probe", TRAIN_LENGTH),
+    output:
+        probe=f"{STATES_DIR}/probe_L{TRAIN_LENGTH}.parquet",
+        tests=expand(
+            f"{STATES_DIR}/test_L{{length}}.parquet",
+            length=EVAL_LENGTHS,
+            allow_missing=True,
+        ),
+    log:
+        f"results/logs/states/{RUN}.log",
+    benchmark:
+        f"results/benchmarks/states/{RUN}.tsv"
+    conda:
+        CONDA_ENV
+    threads: config["training"]["threads"]
+    resources:
+        gpu=gpu_jobs(),
+    params:
+        test_sequences=config["states"]["test_sequences"],
+        device=config["training"]["device"],
+        mamba_scan=mamba_scan,
+    script:
+        "../scripts/states.py"

@@ -1,0 +1,24 @@
+rule train:
+    input:
+        train=data_file("train", TRAIN_LENGTH),
+        validation=data_file("validation", TRAIN_LENGTH),
+    output:
+        **model_files(),
+        history=f"{MODEL_DIR}/train_log.csv",
+    log:
+        f"results/logs/train/{RUN}.log",
+    benchmark:
+        f"results/benchmarks/train/{RUN}.tsv"
+    conda:
+        CONDA_ENV
+    threads: config["training"]["threads"]
+    resources:
+        gpu=gpu_jobs(),
+    params:
+        spec=model_spec,
+        training=train_settings,
+        seed=lambda wc: int(wc.seed),
+        device=config["training"]["device"],
+        mamba_scan=mamba_scan,
+    script:
+        "../scripts/train.py"

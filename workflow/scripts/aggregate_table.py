@@ -1,0 +1,9 @@
+"""Concatenate per-run CSVs into one table."""
+
+import pandas as pd
+
+from statelayers import io, runtime
+
+sm = snakemake  # noqa: F821
+runtime.start(sm.log[0])
+io.write_csv(pd.concat([pd.read_csv(path) for path in sm.input], ignore_index=True), sm.output[0])

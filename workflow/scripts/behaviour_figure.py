@@ -1,0 +1,9 @@
+"""Accuracy against evaluation length."""
+
+import pandas as pd
+
+from statelayers import figures, runtime
+
+sm = snakemake  # noqa: F821
+runtime.start(sm.log[0])
+figures.behaviour(pd.read_csv(sm.input[0]), sm.params.train_length, [sm.output.png, sm.output.pdf])

@@ -1,0 +1,9 @@
+"""Probe accuracy by layer: the study's main figure."""
+
+import pandas as pd
+
+from statelayers import figures, runtime
+
+sm = snakemake  # noqa: F821
+runtime.start(sm.log[0])
+figures.probe_profiles(pd.read_csv(sm.input[0]), sm.params.fit_length, [sm.output.png, sm.output.pdf])

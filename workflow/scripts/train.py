@@ -1,0 +1,20 @@
+"""Train one (architecture, task, seed) and save the checkpoint with what built it."""
+
+from pathlib import Path
+
+from statelayers import runtime
+from statelayers.train import train_checkpoint
+
+sm = snakemake  # noqa: F821
+runtime.start(sm.log[0], sm.threads)
+train_checkpoint(
+    sm.params.spec,
+    sm.params.training,
+    seed=sm.params.seed,
+    device=sm.params.device,
+    mamba_scan=sm.params.mamba_scan,
+    train_path=sm.input.train,
+    validation_path=sm.input.validation,
+    out_dir=Path(sm.output.weights).parent,
+    history_path=sm.output.history,
+)
