@@ -13,6 +13,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/evaluate.smk"
 include: "workflow/rules/probes.smk"
+include: "workflow/rules/interventions.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
 

@@ -9,21 +9,26 @@ import torch
 
 from statelayers import io
 from statelayers.data import to_arrays
-from statelayers.models import SequenceTagger
+from statelayers.models import SequenceTagger, StateEdit
 
 
 @torch.no_grad()
 def accuracy(
-    model: SequenceTagger, tokens: np.ndarray, labels: np.ndarray, batch_size: int = 256
+    model: SequenceTagger,
+    tokens: np.ndarray,
+    labels: np.ndarray,
+    batch_size: int = 256,
+    edits: Mapping[int, StateEdit] | None = None,
 ) -> tuple[float, float]:
-    """(token accuracy, whole-sequence accuracy) of ``model`` on int arrays ``(n, length)``."""
+    """(token accuracy, whole-sequence accuracy) of ``model`` on int arrays ``(n, length)``,
+    optionally with layer ``edits`` (see :meth:`SequenceTagger.forward`)."""
     model.eval()
     device = next(model.parameters()).device
     correct_tokens = correct_sequences = 0
     for start in range(0, len(tokens), batch_size):
         x = torch.as_tensor(tokens[start : start + batch_size], device=device)
         y = torch.as_tensor(labels[start : start + batch_size], device=device)
-        hit = model(x).argmax(-1) == y
+        hit = model(x, edits=edits).argmax(-1) == y
         correct_tokens += hit.sum().item()
         correct_sequences += hit.all(dim=1).sum().item()
     return correct_tokens / labels.size, correct_sequences / len(labels)

@@ -49,7 +49,5 @@ def make_split(
 def to_arrays(frame: pd.DataFrame) -> dict[str, np.ndarray]:
     """Stack the list columns of a data file into ``(n, length)`` int64 arrays."""
     return {
-        name: np.stack(frame[name].to_numpy()).astype(np.int64)
-        for name in frame.columns
-        if name != "seq_id"
+        name: np.stack(frame[name].to_numpy()).astype(np.int64) for name in frame.columns if name != "seq_id"
     } | {"seq_id": frame["seq_id"].to_numpy()}

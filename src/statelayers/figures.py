@@ -66,7 +66,9 @@ def probe_profiles(probes: pd.DataFrame, fit_length: int, paths: list[str | Path
     axes[0][0].set_ylabel("probe accuracy (held-out sequences)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
     n_seeds = frame.groupby(["arch", "task"])["seed"].nunique().min()
-    fig.suptitle(f"Linear probe accuracy by layer (L = {fit_length}, {n_seeds} seeds, band = seed range)", fontsize=10)
+    fig.suptitle(
+        f"Linear probe accuracy by layer (L = {fit_length}, {n_seeds} seeds, band = seed range)", fontsize=10
+    )
     fig.tight_layout()
     _save(fig, paths)
 
@@ -75,7 +77,9 @@ def behaviour(table: pd.DataFrame, train_length: int, paths: list[str | Path]) -
     """Token and whole-sequence accuracy against evaluation length, one column per task."""
     tasks = _ordered(table["task"], TASK_TITLE)
     metrics = [("token_accuracy", "token accuracy"), ("sequence_accuracy", "sequence accuracy")]
-    fig, axes = plt.subplots(2, len(tasks), figsize=(3.4 * len(tasks), 5.6), sharex=True, sharey="row", squeeze=False)
+    fig, axes = plt.subplots(
+        2, len(tasks), figsize=(3.4 * len(tasks), 5.6), sharex=True, sharey="row", squeeze=False
+    )
     for col, task in enumerate(tasks):
         sub = table[table["task"] == task]
         for row, (metric, label) in enumerate(metrics):
@@ -92,5 +96,88 @@ def behaviour(table: pd.DataFrame, train_length: int, paths: list[str | Path]) -
                 ax.set_ylabel(label)
     axes[0][-1].legend(fontsize=8, loc="lower left")
     fig.suptitle(f"Behaviour vs length (trained at L = {train_length}; dotted line)", fontsize=10)
+    fig.tight_layout()
+    _save(fig, paths)
+
+
+ERASURE_STYLE = {
+    "probe": ("probe directions", "#d62728", "-"),
+    "inlp": ("INLP", "#1f77b4", "-"),
+    "leace": ("LEACE", "#2ca02c", "-"),
+    "pca": ("top-k PCA", "#ff7f0e", "--"),
+}
+
+
+def ablation_profiles(ablations: pd.DataFrame, fit_length: int, paths: list[str | Path]) -> None:
+    """Accuracy drop by layer for each erasure: a row per task, a column per architecture.
+
+    Lines are means over seeds (``pca`` at its largest k). The grey band spans the mean
+    drop of random subspaces over every rank used at that layer (min to max): the
+    chance level an erasure has to clear.
+    """
+    frame = ablations[ablations["eval_length"] == fit_length]
+    tasks = _ordered(frame["task"], TASK_TITLE)
+    archs = _ordered(frame["arch"], ARCHS)
+    fig, axes = plt.subplots(
+        len(tasks),
+        len(archs),
+        figsize=(2.6 * len(archs), 2.3 * len(tasks)),
+        sharex=True,
+        sharey=True,
+        squeeze=False,
+    )
+    for row, task in enumerate(tasks):
+        for col, arch in enumerate(archs):
+            ax = axes[row][col]
+            sub = frame[(frame["task"] == task) & (frame["arch"] == arch)]
+            random = sub[sub["method"] == "random"].groupby(["layer", "rank"])["drop"].mean().groupby("layer")
+            band = random.agg(["min", "max"])
+            ax.fill_between(
+                band.index,
+                band["min"],
+                band["max"],
+                color="0.6",
+                alpha=0.35,
+                lw=0,
+                label="random (same ranks)",
+            )
+            for method, (label, color, style) in ERASURE_STYLE.items():
+                part = sub[sub["method"] == method]
+                if method == "pca" and not part.empty:
+                    part = part[part["k"] == part["k"].max()]
+                    label = f"{label} (k={int(part['k'].max())})"
+                means = part.groupby("layer")["drop"].mean()
+                ax.plot(means.index, means.values, style, color=color, marker="o", ms=3, lw=1.4, label=label)
+            ax.axhline(0, color="0.3", lw=0.6)
+            ax.grid(alpha=0.3)
+            if row == 0:
+                ax.set_title(ARCH_STYLE.get(arch, (arch,))[0], fontsize=9)
+            if col == 0:
+                ax.set_ylabel(f"{TASK_TITLE.get(task, task)}\naccuracy drop")
+            if row == len(tasks) - 1:
+                ax.set_xlabel("layer (0 = embedding)")
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    fig.suptitle(f"Task accuracy lost when a subspace is erased at one layer (L = {fit_length})", fontsize=10)
+    fig.tight_layout(rect=(0, 0.04, 1, 0.97))
+    _save(fig, paths)
+
+
+def ablation_ood(ablations: pd.DataFrame, readability: pd.DataFrame, paths: list[str | Path]) -> None:
+    """Drop against evaluation length for the probe-direction erasure at each run's best probe layer."""
+    best = readability[readability["method"] == "probe"][["arch", "task", "seed", "best_probe_layer"]]
+    frame = ablations[ablations["method"] == "probe"].merge(best, on=["arch", "task", "seed"])
+    frame = frame[frame["layer"] == frame["best_probe_layer"]]
+    tasks = _ordered(frame["task"], TASK_TITLE)
+    fig, axes = plt.subplots(1, len(tasks), figsize=(3.4 * len(tasks), 3.2), sharey=True, squeeze=False)
+    for ax, task in zip(axes[0], tasks):
+        _seed_lines(ax, frame[frame["task"] == task], "eval_length", "drop")
+        ax.axhline(0, color="0.3", lw=0.6)
+        ax.set_title(TASK_TITLE.get(task, task))
+        ax.set_xlabel("evaluation length")
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("accuracy drop (probe directions,\nbest probe layer)")
+    axes[0][-1].legend(fontsize=8)
+    fig.suptitle("Erasures fit at the training length, applied unchanged at longer lengths", fontsize=10)
     fig.tight_layout()
     _save(fig, paths)

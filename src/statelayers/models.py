@@ -19,10 +19,12 @@ LSTM and GRU at fixed ``d_model`` and depth have no such knob and keep their cou
 from __future__ import annotations
 
 import math
+import pickle
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+import pandas as pd
 import torch
 from torch import nn
 
@@ -241,23 +243,26 @@ def load_model(directory: str | Path, mamba_scan: str | None = None, device: str
     model = build_model(ModelSpec(**meta["spec"]), mamba_scan=mamba_scan or "fast")
     try:
         state = torch.load(directory / "model.pt", map_location="cpu", weights_only=True)
-    except (RuntimeError, EOFError, OSError) as err:
+    except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as err:
         raise io._unreadable(directory / "model.pt", err) from err
     model.load_state_dict(state)
     return model.to(resolve_device(device)).eval()
 
 
-def params_table(metas: list[dict], target: int, tolerance: float = 0.10) -> "pd.DataFrame":
+def params_table(metas: list[dict], target: int, tolerance: float = 0.10) -> pd.DataFrame:
     """One row per (arch, task) from saved ``model.json`` records: count, knob, deviation."""
-    import pandas as pd
-
     rows = {}
     for meta in metas:
         spec = meta["spec"]
         key = (spec["arch"], meta["task"])
         if key in rows and rows[key]["params"] != meta["params"]:
             raise ValueError(f"seeds of {key} disagree on the parameter count")
-        rows[key] = {"arch": spec["arch"], "task": meta["task"], "width": spec["width"], "params": meta["params"]}
+        rows[key] = {
+            "arch": spec["arch"],
+            "task": meta["task"],
+            "width": spec["width"],
+            "params": meta["params"],
+        }
     frame = pd.DataFrame(rows.values()).astype({"width": "Int64"})
     frame["target_params"] = target
     frame["relative_deviation"] = frame["params"] / target - 1

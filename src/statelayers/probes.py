@@ -8,9 +8,11 @@ the most frequent training label.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupShuffleSplit
 from sklearn.pipeline import Pipeline, make_pipeline
@@ -45,7 +47,10 @@ def fit_probe(
 ) -> tuple[Pipeline, dict[str, float]]:
     """Fit on the train sequences; score on the held-out ones."""
     train, test = sequence_split(groups, config)
-    probe = make_probe(config).fit(X[train], y[train])
+    with warnings.catch_warnings():
+        # Non-convergence is reported per probe in the table instead of once per fit in the log.
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        probe = make_probe(config).fit(X[train], y[train])
     probe.majority_class_ = majority_class(y[train])
     return probe, {
         "probe_accuracy": float(probe.score(X[test], y[test])),
@@ -53,6 +58,7 @@ def fit_probe(
         "majority_baseline": float(np.mean(y[test] == probe.majority_class_)),
         "n_train": len(train),
         "n_test": len(test),
+        "converged": bool(np.all(probe[-1].n_iter_ < config.max_iter)),
     }
 
 
@@ -70,7 +76,9 @@ def probe_layers(
     for layer, columns in read_layers(probe_states):
         for target in (t for t in TARGET_COLUMNS if t in columns):
             probe, scores = fit_probe(columns["vector"], columns[target], columns["seq_id"], config)
-            rows.append({"layer": layer, "target": target, "split": "probe", "eval_length": fit_length, **scores})
+            rows.append(
+                {"layer": layer, "target": target, "split": "probe", "eval_length": fit_length, **scores}
+            )
             for length, layers in tests.items():
                 X, y = layers[layer]["vector"], layers[layer][target]
                 rows.append(

@@ -43,3 +43,8 @@ def resolve_device(device: str):
 def run_key(wildcards) -> dict:
     """The (arch, task, seed) of a per-run job, as table columns."""
     return {"arch": wildcards.arch, "task": wildcards.task, "seed": int(wildcards.seed)}
+
+
+def length_inputs(inputs) -> dict[int, str]:
+    """Inputs named ``L<length>`` (per-length data files), keyed by length."""
+    return {int(name[1:]): path for name, path in inputs.items() if name[:1] == "L" and name[1:].isdigit()}

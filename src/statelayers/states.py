@@ -42,13 +42,16 @@ def layer_states(model: SequenceTagger, tokens: np.ndarray, batch_size: int = 12
     device = next(model.parameters()).device
     chunks = []
     for start in tqdm(range(0, len(tokens), batch_size), desc="states", mininterval=5):
-        _, states = model(torch.as_tensor(tokens[start : start + batch_size], device=device), return_states=True)
+        _, states = model(
+            torch.as_tensor(tokens[start : start + batch_size], device=device), return_states=True
+        )
         chunks.append(torch.stack(states).float().cpu().numpy())
     return np.concatenate(chunks, axis=1)
 
 
 def states_table(states: np.ndarray, data: dict[str, np.ndarray]) -> pa.Table:
     layers, n, length, d = states.shape
+
     def tile(values: np.ndarray, dtype) -> np.ndarray:
         return np.tile(values.reshape(-1).astype(dtype), layers)
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from itertools import permutations
 
 import numpy as np
+import pandas as pd
 
 TASKS = ("parity", "s3", "dyck")
 
@@ -140,3 +141,14 @@ def depth_histogram(depth: np.ndarray, max_depth: int) -> np.ndarray:
     """Fraction of tokens at each depth ``0..max_depth``."""
     counts = np.bincount(depth.ravel(), minlength=max_depth + 1)
     return counts / counts.sum()
+
+
+def depth_table(depths: Mapping[int, np.ndarray], max_depth: int) -> pd.DataFrame:
+    """Long table (eval_length, depth, fraction) from depth arrays keyed by length."""
+    return pd.DataFrame(
+        [
+            {"eval_length": length, "depth": depth, "fraction": fraction}
+            for length, values in sorted(depths.items())
+            for depth, fraction in enumerate(depth_histogram(values, max_depth))
+        ]
+    )

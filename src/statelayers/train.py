@@ -3,11 +3,21 @@
 The learning rate warms up linearly and decays with a cosine (transformers'
 scheduler). Batches are drawn with replacement from the training split by a torch
 generator seeded from the run's seed, so a run is reproducible given its inputs.
+
+Resuming: every ``resume_every`` seconds the loop saves everything it depends on
+(weights, optimizer, schedule, batch generator, running averages, history) to a
+resume file beside the checkpoint, tagged with a fingerprint of the run's inputs.
+A job killed mid-training and started again with the same inputs continues from the
+last save and ends with the same weights as an uninterrupted run; a resume file with
+another fingerprint is ignored. The file is removed once training finishes.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import pickle
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,10 +29,10 @@ import torch.nn.functional as F
 from transformers import get_cosine_schedule_with_warmup
 
 from statelayers import io
-from statelayers.runtime import resolve_device
 from statelayers.behaviour import accuracy
 from statelayers.data import to_arrays
 from statelayers.models import SequenceTagger, build_model, count_parameters, matched_spec, save_model
+from statelayers.runtime import resolve_device
 
 log = logging.getLogger(__name__)
 
@@ -39,6 +49,42 @@ class TrainConfig:
     log_every: int = 25
 
 
+@dataclass(frozen=True)
+class ResumeFile:
+    """Where to keep the resume state, and which inputs it belongs to."""
+
+    path: Path
+    fingerprint: str
+    every_seconds: float = 60.0
+
+    def load(self) -> dict | None:
+        if not self.path.exists():
+            return None
+        try:
+            state = torch.load(self.path, map_location="cpu", weights_only=True)
+        except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as err:
+            log.warning("ignoring unreadable resume file %s (%s)", self.path, err)
+            return None
+        if state.get("fingerprint") != self.fingerprint:
+            log.warning("ignoring resume file %s: it belongs to other inputs", self.path)
+            return None
+        return state
+
+    def save(self, state: dict) -> None:
+        io.write_with(lambda p: torch.save({**state, "fingerprint": self.fingerprint}, p), self.path)
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def fingerprint(*parts: object, files: tuple[str | Path, ...] = ()) -> str:
+    """SHA-256 over JSON-serialisable ``parts`` and the bytes of ``files``."""
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode())
+    for path in files:
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()
+
+
 def train(
     model: SequenceTagger,
     train_data: tuple[np.ndarray, np.ndarray],
@@ -46,6 +92,7 @@ def train(
     config: TrainConfig,
     seed: int,
     device: torch.device,
+    resume: ResumeFile | None = None,
 ) -> list[dict]:
     """Train in place; return the history rows (step, loss, train/validation accuracy, seconds)."""
     torch.manual_seed(seed)
@@ -58,9 +105,21 @@ def train(
         optimizer, int(config.warmup_fraction * config.steps), config.steps
     )
     history: list[dict] = []
-    start = time.perf_counter()
-    running_loss = running_acc = 0.0
-    for step in range(1, config.steps + 1):
+    running_loss = running_acc = elapsed = 0.0
+    first_step = 1
+    saved = resume.load() if resume else None
+    if saved:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        schedule.load_state_dict(saved["schedule"])
+        generator.set_state(saved["generator"])
+        torch.set_rng_state(saved["torch_rng"])
+        history, (running_loss, running_acc), elapsed = saved["history"], saved["running"], saved["elapsed"]
+        first_step = saved["step"] + 1
+        log.info("resuming from step %d (%s)", saved["step"], resume.path)
+    start = time.perf_counter() - elapsed
+    last_save = time.perf_counter()
+    for step in range(first_step, config.steps + 1):
         index = torch.randint(len(tokens), (config.batch_size,), generator=generator)
         x, y = tokens[index].to(device), labels[index].to(device)
         logits = model(x)
@@ -96,6 +155,21 @@ def train(
                 f" val {row['validation_token_accuracy']:.3f}" if "validation_token_accuracy" in row else "",
                 row["seconds"],
             )
+        if resume and time.perf_counter() - last_save >= resume.every_seconds and step < config.steps:
+            resume.save(
+                {
+                    "step": step,
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "schedule": schedule.state_dict(),
+                    "generator": generator.get_state(),
+                    "torch_rng": torch.get_rng_state(),
+                    "history": history,
+                    "running": (running_loss, running_acc),
+                    "elapsed": time.perf_counter() - start,
+                }
+            )
+            last_save = time.perf_counter()
     model.eval()
     return history
 
@@ -110,21 +184,33 @@ def train_checkpoint(
     validation_path: str,
     out_dir: str | Path,
     history_path: str | Path,
+    resume_every: float = 60.0,
 ) -> SequenceTagger:
     """Build the matched model, train it on the data files, save checkpoint and history.
 
     ``model.json`` records the spec, the training settings, seed, device and Mamba scan,
-    so a checkpoint says what built it.
+    so a checkpoint says what built it. ``out_dir/resume.pt`` holds the resume state
+    while training runs (saved every ``resume_every`` seconds).
     """
     spec = matched_spec(**spec_params)
     scan = mamba_scan or "fast"
+    torch.manual_seed(seed)  # the seed decides the initial weights too
     model = build_model(spec, mamba_scan=scan)
     resolved = resolve_device(device)
     log.info(
         "%s on %s: %d parameters (width %s), device %s",
-        spec.arch, spec_params["task"], count_parameters(model), spec.width, resolved,
+        spec.arch,
+        spec_params["task"],
+        count_parameters(model),
+        spec.width,
+        resolved,
     )
     train_data, validation_data = (to_arrays(io.read_parquet(p)) for p in (train_path, validation_path))
+    resume = ResumeFile(
+        Path(out_dir) / "resume.pt",
+        fingerprint(spec_params, training, seed, str(resolved), scan, files=(train_path, validation_path)),
+        resume_every,
+    )
     history = train(
         model,
         (train_data["tokens"], train_data["labels"]),
@@ -132,6 +218,7 @@ def train_checkpoint(
         TrainConfig(**training),
         seed=seed,
         device=resolved,
+        resume=resume,
     )
     io.write_csv(pd.DataFrame(history), history_path)
     save_model(
@@ -149,5 +236,6 @@ def train_checkpoint(
             "validation_token_accuracy": history[-1]["validation_token_accuracy"],
         },
     )
+    resume.remove()
     log.info("saved %s (validation token accuracy %.4f)", out_dir, history[-1]["validation_token_accuracy"])
     return model

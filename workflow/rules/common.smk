@@ -47,6 +47,13 @@ def test_data_files(wildcards):
     }
 
 
+def intervention_data_files(wildcards):
+    return {
+        f"L{length}": f"results/data/{wildcards.task}/test_L{length}.parquet"
+        for length in sorted(config["interventions"]["eval_lengths"])
+    }
+
+
 def model_spec(wildcards):
     """Everything that builds one architecture's model: its own options only."""
     model = config["model"]
@@ -102,10 +109,17 @@ def per_run(pattern):
 
 
 def final_outputs():
-    return [
+    dyck = ["results/tables/dyck_depths.csv"] if "dyck" in TASKS else []
+    return dyck + [
         "results/tables/params.csv",
         "results/tables/behaviour.csv",
         "results/tables/probes.csv",
+        "results/tables/ablations.csv",
+        "results/tables/readability_vs_causality.csv",
+        "results/figures/ablations.png",
+        "results/figures/ablations.pdf",
+        "results/figures/ablation_ood.png",
+        "results/figures/ablation_ood.pdf",
         "results/figures/probe_profiles.png",
         "results/figures/probe_profiles.pdf",
         "results/figures/behaviour.png",

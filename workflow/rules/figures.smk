@@ -1,6 +1,7 @@
 localrules:
     probe_profiles_figure,
     behaviour_figure,
+    ablation_figures,
 
 
 rule probe_profiles_figure:
@@ -37,3 +38,24 @@ rule behaviour_figure:
         train_length=TRAIN_LENGTH,
     script:
         "../scripts/behaviour_figure.py"
+
+
+rule ablation_figures:
+    input:
+        ablations="results/tables/ablations.csv",
+        readability="results/tables/readability_vs_causality.csv",
+    output:
+        profiles_png="results/figures/ablations.png",
+        profiles_pdf="results/figures/ablations.pdf",
+        ood_png="results/figures/ablation_ood.png",
+        ood_pdf="results/figures/ablation_ood.pdf",
+    log:
+        "results/logs/figures/ablations.log",
+    benchmark:
+        "results/benchmarks/figures/ablations.tsv"
+    conda:
+        CONDA_ENV
+    params:
+        fit_length=TRAIN_LENGTH,
+    script:
+        "../scripts/ablation_figures.py"

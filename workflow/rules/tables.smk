@@ -1,6 +1,7 @@
 localrules:
     aggregate_table,
     params_table,
+    dyck_depth_table,
 
 
 rule aggregate_table:
@@ -13,7 +14,7 @@ rule aggregate_table:
     benchmark:
         "results/benchmarks/tables/{stage}.tsv"
     wildcard_constraints:
-        stage="behaviour|probes",
+        stage="behaviour|probes|ablations",
     conda:
         CONDA_ENV
     script:
@@ -35,3 +36,21 @@ rule params_table:
         target_params=config["model"]["target_params"],
     script:
         "../scripts/params_table.py"
+
+
+rule dyck_depth_table:
+    input:
+        expand("results/data/dyck/test_L{length}.parquet", length=EVAL_LENGTHS),
+    output:
+        "results/tables/dyck_depths.csv",
+    log:
+        "results/logs/tables/dyck_depths.log",
+    benchmark:
+        "results/benchmarks/tables/dyck_depths.tsv"
+    conda:
+        CONDA_ENV
+    params:
+        max_depth=config["task_params"]["dyck"]["max_depth"],
+        lengths=EVAL_LENGTHS,
+    script:
+        "../scripts/dyck_depth_table.py"

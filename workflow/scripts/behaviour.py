@@ -9,5 +9,5 @@ from statelayers.models import load_model
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0], sm.threads)
 model = load_model(Path(sm.input.weights).parent, sm.params.mamba_scan, sm.params.device)
-test_files = {int(name[1:]): path for name, path in sm.input.items() if name.startswith("L")}
+test_files = runtime.length_inputs(sm.input)
 io.write_csv(io.keyed_frame(behaviour(model, test_files), runtime.run_key(sm.wildcards)), sm.output[0])

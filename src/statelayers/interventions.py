@@ -1,0 +1,226 @@
+"""Erasing a linear subspace from one layer's states, and what the model loses.
+
+Every erasure is an affine map of rank-``r`` perturbation of the identity,
+
+.. math::
+    E(h) = h - \\big((h - b)\\, R\\big) L^\\top,\\qquad L, R \\in \\mathbb{R}^{d \\times r},
+
+the form LEACE returns (``concept_erasure.LeaceEraser``). An orthogonal projection out
+of the span of an orthonormal ``Q`` is ``L = R = Q`` with ``b = 0`` (zero-ablation of
+those coordinates). The methods:
+
+``probe``
+    the row space of the fitted probe's weights, mapped back from standardised to raw
+    coordinates (``W / sigma``) and centred over classes (softmax ignores a shared
+    shift), so rank ``classes - 1``: the probe's decision directions.
+``pca``
+    the top-``k`` principal directions of the layer's states.
+``random``
+    uniformly random ``r``-dimensional subspaces (Haar), the chance level beside every
+    other erasure of the same rank.
+``inlp``
+    iterative nullspace projection (Ravfogel et al. 2020): fit a probe, project out its
+    directions, repeat; the union of all directions is erased at once.
+``leace``
+    least-squares concept erasure (Belrose et al. 2023): the minimal affine edit after
+    which no linear classifier beats a constant predictor on the training states.
+
+Each erasure is fit on the probe split at the training length and applied unchanged
+at every evaluation length. After erasing, a fresh probe is fit on the erased states:
+if the variable is still decodable, the erased subspace was not where it lived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.decomposition import PCA
+
+from statelayers.probes import ProbeConfig, fit_probe
+
+
+@dataclass(frozen=True)
+class Erasure:
+    """``h -> h - ((h - bias) @ right) @ left.T`` on the last axis."""
+
+    method: str
+    rank: int
+    left: torch.Tensor
+    right: torch.Tensor
+    bias: torch.Tensor | None = None
+    k: int | None = None
+    """The method's size parameter (``pca`` components, ``inlp`` iterations)."""
+    draw: int | None = None
+    """Index of the random draw, for ``random``."""
+
+    def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
+        left, right = self.left.to(hidden), self.right.to(hidden)
+        delta = hidden - self.bias.to(hidden) if self.bias is not None else hidden
+        return hidden - (delta @ right) @ left.T
+
+    def apply_numpy(self, states: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return self(torch.as_tensor(states, dtype=torch.float64)).numpy()
+
+
+def projection(method: str, directions: np.ndarray, **labels) -> Erasure:
+    """Orthogonal projection out of the span of ``directions`` (rows)."""
+    basis = orthonormal_basis(directions)
+    q = torch.as_tensor(basis, dtype=torch.float64)
+    return Erasure(method, basis.shape[1], q, q, **labels)
+
+
+def orthonormal_basis(directions: np.ndarray, tol: float = 1e-8) -> np.ndarray:
+    """``(d, r)`` orthonormal basis of the row span of ``directions`` (numerical rank r)."""
+    u, s, _ = np.linalg.svd(np.asarray(directions, dtype=np.float64).T, full_matrices=False)
+    return u[:, s > tol * max(s.max(initial=0.0), 1e-300)]
+
+
+def probe_directions(probe) -> np.ndarray:
+    """Decision directions of a fitted ``StandardScaler + LogisticRegression`` pipeline in raw coordinates."""
+    scaler, logistic = probe[0], probe[-1]
+    weights = logistic.coef_ / scaler.scale_
+    return weights if len(weights) == 1 else weights - weights.mean(axis=0)
+
+
+def random_subspace(d: int, rank: int, rng: np.random.Generator) -> np.ndarray:
+    """Rows spanning a Haar-random ``rank``-dimensional subspace of R^d."""
+    q, r = np.linalg.qr(rng.standard_normal((d, rank)))
+    return (q * np.sign(np.diag(r))).T
+
+
+def inlp(X: np.ndarray, y: np.ndarray, groups: np.ndarray, iterations: int, config: ProbeConfig) -> Erasure:
+    directions = np.zeros((0, X.shape[1]))
+    for _ in range(iterations):
+        erased = projection("inlp", directions).apply_numpy(X) if len(directions) else X
+        probe, _ = fit_probe(erased, y, groups, config)
+        directions = np.vstack([directions, probe_directions(probe)])
+    return projection("inlp", directions, k=iterations)
+
+
+def leace(X: np.ndarray, y: np.ndarray) -> Erasure:
+    from concept_erasure import LeaceEraser
+
+    classes = np.unique(y)
+    one_hot = torch.as_tensor(y[:, None] == classes[None, :], dtype=torch.float64)
+    eraser = LeaceEraser.fit(torch.as_tensor(X, dtype=torch.float64), one_hot)
+    return Erasure("leace", eraser.proj_left.shape[1], eraser.proj_left, eraser.proj_right.mH, eraser.bias)
+
+
+@dataclass(frozen=True)
+class InterventionConfig:
+    pca_k: tuple[int, ...] = (1, 2, 4, 8)
+    random_draws: int = 3
+    inlp_iterations: int = 4
+    seed: int = 0
+
+
+def erasures(
+    X: np.ndarray,
+    y: np.ndarray,
+    groups: np.ndarray,
+    probe,
+    config: InterventionConfig,
+    probe_config: ProbeConfig,
+) -> Iterator[Erasure]:
+    """Every erasure of one layer, each followed by its random controls of equal rank."""
+    rng = np.random.default_rng(config.seed)
+    d = X.shape[1]
+    primary = [projection("probe", probe_directions(probe))]
+    primary += [projection("pca", PCA(k).fit(X).components_, k=k) for k in config.pca_k if k < d]
+    primary += [inlp(X, y, groups, config.inlp_iterations, probe_config), leace(X, y)]
+    ranks = sorted({e.rank for e in primary if e.rank > 0})
+    yield from primary
+    for rank in ranks:
+        for draw in range(config.random_draws):
+            yield projection("random", random_subspace(d, rank, rng), k=rank, draw=draw)
+
+
+def intervention_rows(
+    model,
+    probe_states: str,
+    test_data: dict[int, dict[str, np.ndarray]],
+    config: InterventionConfig,
+    probe_config: ProbeConfig,
+) -> list[dict]:
+    """Every erasure at every layer, scored at every evaluation length.
+
+    ``test_data`` maps evaluation length to arrays with ``tokens`` and ``labels``. Each
+    row also carries the accuracy of a probe re-fit on the erased probe-split states.
+    """
+    from statelayers.behaviour import accuracy
+    from statelayers.states import read_layers
+
+    before = {length: accuracy(model, d["tokens"], d["labels"])[0] for length, d in test_data.items()}
+    rows = []
+    for layer, columns in read_layers(probe_states):
+        X, y, groups = columns["vector"].astype(np.float64), columns["labels"], columns["seq_id"]
+        probe, scores = fit_probe(X, y, groups, probe_config)
+        for erasure in erasures(X, y, groups, probe, config, probe_config):
+            _, refit = fit_probe(erasure.apply_numpy(X), y, groups, probe_config)
+            for length, data in test_data.items():
+                after = accuracy(model, data["tokens"], data["labels"], edits={layer: erasure})[0]
+                rows.append(
+                    {
+                        "layer": layer,
+                        "method": erasure.method,
+                        "k": erasure.k,
+                        "rank": erasure.rank,
+                        "draw": erasure.draw,
+                        "eval_length": length,
+                        "accuracy_before": before[length],
+                        "accuracy_after": after,
+                        "drop": before[length] - after,
+                        "probe_accuracy": scores["probe_accuracy"],
+                        "refit_probe_accuracy": refit["probe_accuracy"],
+                        "majority_baseline": scores["majority_baseline"],
+                    }
+                )
+    return rows
+
+
+def readability_vs_causality(probes: pd.DataFrame, ablations: pd.DataFrame) -> pd.DataFrame:
+    """Per run and erasure method: the most readable layer against the most necessary one.
+
+    Readability: held-out probe accuracy on the training label (``split == "probe"``).
+    Necessity: the drop in task accuracy at the training length when the method's
+    erasure is applied at that layer, beside the mean drop of random subspaces of the
+    same rank at the same layer. Ties go to the earliest layer.
+    """
+    key = ["arch", "task", "seed"]
+    readable = probes[(probes["split"] == "probe") & (probes["target"] == "labels")]
+    fit_length = readable["eval_length"].iloc[0]
+    at_fit = ablations[ablations["eval_length"] == fit_length]
+    random = at_fit[at_fit["method"] == "random"].groupby([*key, "layer", "rank"])["drop"].mean()
+    rows = []
+    for run, run_probes in readable.groupby(key):
+        best = run_probes.sort_values(["probe_accuracy", "layer"], ascending=[False, True]).iloc[0]
+        run_ablations = at_fit.set_index(key).loc[[run]].reset_index()
+        for method in ("probe", "inlp", "leace"):
+            by_layer = run_ablations[run_ablations["method"] == method].sort_values("layer")
+            if by_layer.empty:
+                continue
+            causal = by_layer.sort_values(["drop", "layer"], ascending=[False, True]).iloc[0]
+            at_best = by_layer[by_layer["layer"] == best["layer"]].iloc[0]
+            rows.append(
+                {
+                    **dict(zip(key, run)),
+                    "method": method,
+                    "best_probe_layer": int(best["layer"]),
+                    "best_probe_accuracy": best["probe_accuracy"],
+                    "most_causal_layer": int(causal["layer"]),
+                    "max_drop": causal["drop"],
+                    "random_drop_at_most_causal": random.get(
+                        (*run, causal["layer"], causal["rank"]), float("nan")
+                    ),
+                    "refit_probe_accuracy_at_most_causal": causal["refit_probe_accuracy"],
+                    "drop_at_best_probe_layer": at_best["drop"],
+                    "refit_probe_accuracy_at_best_probe_layer": at_best["refit_probe_accuracy"],
+                    "same_layer": int(best["layer"]) == int(causal["layer"]),
+                }
+            )
+    return pd.DataFrame(rows)

@@ -1,0 +1,111 @@
+"""Erasures remove what they claim, fire inside the model, and leave the rest alone."""
+
+import numpy as np
+import torch
+
+from statelayers.interventions import (
+    Erasure,
+    InterventionConfig,
+    erasures,
+    inlp,
+    leace,
+    orthonormal_basis,
+    probe_directions,
+    projection,
+    random_subspace,
+)
+from statelayers.models import ModelSpec, build_model
+from statelayers.probes import ProbeConfig, fit_probe
+
+
+def separable(n_seq=80, length=10, d=12, classes=3, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, classes, n_seq * length)
+    X = rng.normal(size=(len(y), d)) + rng.normal(size=(classes, d))[y] * 3 + 5  # off-centre on purpose
+    return X, y, np.repeat(np.arange(n_seq), length)
+
+
+def test_projection_leaves_no_component_along_the_subspace():
+    rng = np.random.default_rng(0)
+    directions = rng.normal(size=(3, 10))
+    erasure = projection("probe", directions)
+    X = rng.normal(size=(50, 10))
+    erased = erasure.apply_numpy(X)
+    assert erasure.rank == 3
+    np.testing.assert_allclose(erased @ directions.T, 0, atol=1e-10)
+    # ...and changes nothing orthogonal to it.
+    q = orthonormal_basis(directions)
+    np.testing.assert_allclose(erased, X - X @ q @ q.T, atol=1e-10)
+
+
+def test_rank_zero_erasure_is_the_identity():
+    erasure = projection("probe", np.zeros((0, 6)))
+    h = torch.randn(2, 3, 6)
+    assert erasure.rank == 0
+    torch.testing.assert_close(erasure(h), h)
+
+
+def test_probe_directions_make_the_probe_blind():
+    X, y, groups = separable(classes=2)
+    probe, scores = fit_probe(X, y, groups, ProbeConfig())
+    assert scores["probe_accuracy"] > 0.95
+    erased = projection("probe", probe_directions(probe)).apply_numpy(X)
+    assert np.ptp(probe.decision_function(erased)) < 1e-8
+
+
+def test_leace_leaves_nothing_linearly_decodable():
+    X, y, groups = separable()
+    erased = leace(X, y).apply_numpy(X)
+    _, scores = fit_probe(erased, y, groups, ProbeConfig())
+    assert scores["probe_accuracy"] < scores["majority_baseline"] + 0.06
+
+
+def test_inlp_lowers_decodability_with_iterations():
+    X, y, groups = separable(d=20, classes=4)
+    one = inlp(X, y, groups, 1, ProbeConfig())
+    many = inlp(X, y, groups, 4, ProbeConfig())
+    acc = [fit_probe(e.apply_numpy(X), y, groups, ProbeConfig())[1]["probe_accuracy"] for e in (one, many)]
+    assert many.rank > one.rank == 3
+    assert acc[1] < acc[0] or acc[0] < 0.4
+
+
+def test_random_subspaces_are_orthonormal_and_differ():
+    rng = np.random.default_rng(0)
+    a, b = random_subspace(16, 4, rng), random_subspace(16, 4, rng)
+    np.testing.assert_allclose(a @ a.T, np.eye(4), atol=1e-10)
+    assert not np.allclose(a, b)
+
+
+def test_every_method_and_its_controls_are_generated():
+    X, y, groups = separable(classes=3)
+    probe, _ = fit_probe(X, y, groups, ProbeConfig())
+    config = InterventionConfig(pca_k=(1, 4), random_draws=2, inlp_iterations=2)
+    made = list(erasures(X, y, groups, probe, config, ProbeConfig()))
+    methods = [e.method for e in made]
+    assert methods[:5] == ["probe", "pca", "pca", "inlp", "leace"]
+    ranks = {e.rank for e in made if e.method != "random"}  # probe 2, pca 1 and 4, inlp 4, leace 3
+    assert sorted((e.rank, e.draw) for e in made if e.method == "random") == sorted(
+        (r, d) for r in ranks for d in range(2)
+    )
+
+
+def test_an_erasure_inside_the_model_changes_exactly_its_layer():
+    model = build_model(ModelSpec("mamba", 4, 3, d_model=8, n_layers=3, options={"state_size": 4})).eval()
+    tokens = torch.randint(0, 4, (2, 11))
+    _, clean = model(tokens, return_states=True)
+    erasure = projection("pca", np.random.default_rng(1).normal(size=(2, 8)))
+    _, edited = model(tokens, edits={2: erasure}, return_states=True)
+    torch.testing.assert_close(edited[1], clean[1])
+    torch.testing.assert_close(edited[2], erasure(clean[2]))
+    assert torch.allclose(edited[2] @ erasure.left.float(), torch.zeros(2, 11, 2), atol=1e-5)
+    assert not torch.allclose(edited[3], clean[3])
+
+
+def test_erasure_is_an_affine_map_like_leace():
+    X, y, _ = separable()
+    erasure = leace(X, y)
+    from concept_erasure import LeaceEraser
+
+    reference = LeaceEraser.fit(torch.as_tensor(X), torch.nn.functional.one_hot(torch.as_tensor(y)).double())
+    torch.testing.assert_close(erasure(torch.as_tensor(X)), reference(torch.as_tensor(X)))
+    assert isinstance(erasure, Erasure)

@@ -1,0 +1,74 @@
+"""The fast Mamba-1 scan equals transformers' reference in values and gradients."""
+
+import pytest
+import torch
+
+from statelayers.mamba_scan import REFERENCE_SCAN, SelectiveScan, selective_scan, use_scan
+from statelayers.models import ModelSpec, build_model
+
+
+def scan_inputs(batch=3, d_inner=5, length=11, state=4):
+    g = torch.Generator().manual_seed(0)
+    return dict(
+        hidden_states=torch.randn(batch, d_inner, length, generator=g),
+        dt=torch.randn(batch, d_inner, length, generator=g),
+        A=-torch.rand(d_inner, state, generator=g) * 4,
+        B=torch.randn(batch, state, length, generator=g),
+        C=torch.randn(batch, state, length, generator=g),
+        D=torch.randn(d_inner, generator=g),
+        z=torch.randn(batch, d_inner, length, generator=g),
+        delta_bias=torch.randn(d_inner, generator=g),
+    )
+
+
+def test_outputs_last_state_and_gradients_match_reference():
+    results = {}
+    for name, fn in (("reference", REFERENCE_SCAN), ("fast", selective_scan)):
+        inputs = {k: v.clone().requires_grad_() for k, v in scan_inputs().items()}
+        y, last = fn(**inputs, delta_softplus=True, return_last_state=True)
+        (y.pow(2).sum() + last.sum()).backward()
+        results[name] = (y.detach(), last.detach(), {k: v.grad for k, v in inputs.items()})
+    (y_ref, last_ref, grad_ref), (y_fast, last_fast, grad_fast) = results["reference"], results["fast"]
+    torch.testing.assert_close(y_fast, y_ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(last_fast, last_ref, rtol=1e-5, atol=1e-5)
+    for key in grad_ref:
+        torch.testing.assert_close(grad_fast[key], grad_ref[key], rtol=1e-4, atol=1e-4, msg=key)
+
+
+def test_gradcheck_in_double_precision():
+    g = torch.Generator().manual_seed(1)
+    shapes = {"u": (2, 3, 5), "dt": (2, 3, 5), "A": (3, 2), "B": (2, 2, 5), "C": (2, 2, 5)}
+    args = {k: torch.randn(*shape, generator=g, dtype=torch.float64) for k, shape in shapes.items()}
+    args["dt"] = torch.nn.functional.softplus(args["dt"])
+    args["A"] = -args["A"].abs()
+    inputs = [v.requires_grad_() for v in args.values()]
+    assert torch.autograd.gradcheck(lambda *a: SelectiveScan.apply(*a)[0], inputs)
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_mamba_model_is_unchanged_by_the_fast_scan(mode):
+    model = build_model(ModelSpec("mamba", 5, 3, d_model=16, n_layers=2, options={"state_size": 4}))
+    getattr(model, mode)()
+    tokens = torch.randint(0, 5, (4, 17))
+    outputs = {}
+    for kind in ("reference", "fast"):
+        use_scan(kind)
+        model.zero_grad()
+        logits = model(tokens)
+        logits.logsumexp(-1).sum().backward()
+        outputs[kind] = (logits.detach(), [p.grad.clone() for p in model.parameters()])
+    use_scan("fast")
+    torch.testing.assert_close(outputs["fast"][0], outputs["reference"][0], rtol=1e-5, atol=1e-5)
+    for fast, ref in zip(outputs["fast"][1], outputs["reference"][1]):
+        torch.testing.assert_close(fast, ref, rtol=1e-4, atol=1e-5)
+
+
+def test_the_switch_really_switches():
+    from transformers.models.mamba import modeling_mamba
+
+    use_scan("reference")
+    assert modeling_mamba.mamba_selective_scan is REFERENCE_SCAN
+    use_scan("fast")
+    assert modeling_mamba.mamba_selective_scan is selective_scan
+    with pytest.raises(ValueError):
+        use_scan("cuda-ish")

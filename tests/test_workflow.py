@@ -1,0 +1,201 @@
+"""The Snakemake workflow end to end on config/test.yaml, and what a config change reruns."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import matplotlib.image
+import pandas as pd
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEMAKE = [sys.executable, "-m", "snakemake"]
+PER_RUN_RULES = {"train", "behaviour", "states", "probes", "interventions"}
+
+pytestmark = pytest.mark.workflow
+
+
+def copy_workflow(dest: Path) -> Path:
+    for name in ("Snakefile", "workflow", "config", "profiles", "envs"):
+        source = REPO / name
+        (shutil.copytree if source.is_dir() else shutil.copy)(source, dest / name)
+    return dest
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    result = subprocess.run([*SNAKEMAKE, "--cores", "2", *args], cwd=workdir, capture_output=True, text=True)
+    if check and result.returncode != 0:
+        raise AssertionError(f"snakemake {args} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
+    return result
+
+
+def planned_jobs(workdir: Path, *configfiles: Path) -> list[tuple[str, dict]]:
+    """(rule, wildcards) of every job a dry run would execute."""
+    out = snakemake(workdir, "-n", "--configfile", "config/test.yaml", *map(str, configfiles)).stdout
+    jobs = []
+    for block in re.split(r"\n\s*\n", out):
+        rule = re.search(r"^(?:local)?rule (\w+):", block, re.M)
+        if rule:
+            found = re.search(r"^\s+wildcards: (.*)$", block, re.M)
+            wildcards = dict(kv.split("=", 1) for kv in found.group(1).split(", ")) if found else {}
+            jobs.append((rule.group(1), wildcards))
+    return jobs
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    """A complete run of config/test.yaml in a copy of the workflow."""
+    root = copy_workflow(tmp_path_factory.mktemp("workflow"))
+    snakemake(root, "--configfile", "config/test.yaml")
+    return root
+
+
+def overlay(workdir: Path, name: str, values: dict) -> Path:
+    path = workdir / name
+    path.write_text(yaml.safe_dump(values))
+    return path
+
+
+def test_tables_are_complete_and_non_trivial(workdir):
+    tables = workdir / "results" / "tables"
+    behaviour = pd.read_csv(tables / "behaviour.csv")
+    assert len(behaviour) == 5 * 3 * 1 * 2
+    assert set(behaviour["eval_length"]) == {8, 12}
+    assert behaviour["token_accuracy"].between(0, 1).all()
+    assert behaviour["token_accuracy"].std() > 0
+
+    probes = pd.read_csv(tables / "probes.csv")
+    assert set(probes["layer"]) == {0, 1, 2}
+    assert set(probes["arch"]) == {"transformer", "mamba", "mamba2", "lstm", "gru"}
+    assert set(probes.loc[probes["task"] == "dyck", "target"]) == {"labels", "depth"}
+    fitted = probes[probes["split"] == "probe"]
+    assert len(fitted) == 5 * (1 + 1 + 2) * 3  # archs x (parity, s3, dyck x 2 targets) x layers
+    assert fitted["probe_accuracy"].between(0, 1).all() and fitted["probe_accuracy"].std() > 0
+    assert (fitted["n_test"] > 0).all()
+
+    params = pd.read_csv(tables / "params.csv")
+    assert len(params) == 15 and (params["params"] > 1000).all()
+
+    depths = pd.read_csv(tables / "dyck_depths.csv")
+    assert depths.groupby("eval_length")["fraction"].sum().round(9).eq(1).all()
+
+
+def test_ablation_tables_cover_every_layer_method_and_length(workdir):
+    tables = workdir / "results" / "tables"
+    ablations = pd.read_csv(tables / "ablations.csv")
+    assert set(ablations["method"]) == {"probe", "pca", "inlp", "leace", "random"}
+    assert set(ablations["eval_length"]) == {8, 12}
+    assert set(ablations["layer"]) == {0, 1, 2}
+    assert ablations.groupby(["arch", "task"]).size().min() > 0
+    assert (ablations["drop"] == ablations["accuracy_before"] - ablations["accuracy_after"]).all()
+    assert ablations["drop"].abs().max() > 0  # some erasure changes behaviour
+    readability = pd.read_csv(tables / "readability_vs_causality.csv")
+    assert len(readability) == 15 * 3  # runs x (probe, inlp, leace)
+    assert readability["best_probe_layer"].between(0, 2).all()
+
+
+def test_figures_are_real_images(workdir):
+    for name in ("probe_profiles", "behaviour", "ablations", "ablation_ood"):
+        png = matplotlib.image.imread(workdir / "results" / "figures" / f"{name}.png")
+        assert png.shape[0] > 300 and png.shape[1] > 600
+        assert png[..., :3].std() > 0.05  # not blank
+        assert (workdir / "results" / "figures" / f"{name}.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_every_job_leaves_a_log_and_a_benchmark(workdir):
+    logs = list((workdir / "results" / "logs" / "train").rglob("*.log"))
+    assert len(logs) == 15
+    assert all("step" in log.read_text() for log in logs)
+    assert len(list((workdir / "results" / "benchmarks").rglob("*.tsv"))) > 60
+
+
+def test_nothing_is_pending_after_a_complete_run(workdir):
+    assert planned_jobs(workdir) == []
+
+
+def test_probe_setting_reruns_probes_and_their_consumers_only(workdir):
+    jobs = planned_jobs(workdir, overlay(workdir, "probe_c.yaml", {"probes": {"C": 0.5}}))
+    rules = [rule for rule, _ in jobs]
+    assert rules.count("probes") == 15
+    # Interventions fit their own probes with the same settings, so they rerun too.
+    assert rules.count("interventions") == 15
+    assert "train" not in rules and "states" not in rules and "behaviour" not in rules
+    assert set(rules) == {
+        "probes",
+        "interventions",
+        "aggregate_table",
+        "readability_table",
+        "probe_profiles_figure",
+        "ablation_figures",
+        "all",
+    }
+
+
+def test_one_architectures_training_setting_reruns_only_its_chain(workdir):
+    change = {"training": {"overrides": {"lstm": {"lr": 0.01}}}}
+    jobs = planned_jobs(workdir, overlay(workdir, "lstm_lr.yaml", change))
+    per_run = [(rule, w) for rule, w in jobs if rule in PER_RUN_RULES]
+    assert {w["arch"] for _, w in per_run} == {"lstm"}
+    assert Counter(rule for rule, _ in per_run) == {rule: 3 for rule in PER_RUN_RULES}  # 3 tasks
+    assert "task_data" not in {rule for rule, _ in jobs}
+
+
+def test_mamba_scan_setting_retrains_mamba_only(workdir):
+    jobs = planned_jobs(workdir, overlay(workdir, "scan.yaml", {"training": {"mamba_scan": "reference"}}))
+    assert {w["arch"] for rule, w in jobs if rule == "train"} == {"mamba"}
+
+
+def test_lint_is_clean():
+    result = subprocess.run([*SNAKEMAKE, "--lint"], cwd=REPO, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Congratulations" in result.stdout + result.stderr
+
+
+def test_snakemake_files_are_snakefmt_formatted():
+    snakefmt = shutil.which("snakefmt", path=str(Path(sys.executable).parent))
+    assert snakefmt, "snakefmt is a test dependency"
+    result = subprocess.run(
+        [snakefmt, "--check", "Snakefile", "workflow/rules"], cwd=REPO, capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def _bad(config: dict, path: list[str], value) -> dict:
+    node = config
+    for key in path[:-1]:
+        node = node[key]
+    if value is KeyError:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return config
+
+
+@pytest.mark.parametrize(
+    "path,value,message",
+    [
+        (["architectures"], ["transformer", "rwkv"], "architectures"),
+        (["tasks"], ["parity", "copying"], "tasks"),
+        (["eval_lengths"], [40, 0], "eval_lengths"),
+        (["train_length"], 0, "train_length"),
+        (["probes"], KeyError, "'probes' is a required property"),
+        (["seeds"], "zero", "seeds"),
+        (["training", "lr"], "fast", "lr"),
+        (["model", "hidden"], 64, "hidden"),
+        (["task_params", "dyck", "max_depth"], 50, "max_depth"),
+    ],
+)
+def test_bad_config_stops_before_any_job(tmp_path, path, value, message):
+    root = copy_workflow(tmp_path)
+    config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    (root / "config" / "config.yaml").write_text(yaml.safe_dump(_bad(config, path, value)))
+    result = snakemake(root, check=False)
+    assert result.returncode != 0
+    assert message in result.stdout + result.stderr
+    assert not (root / "results").exists()

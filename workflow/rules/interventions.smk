@@ -1,0 +1,45 @@
+localrules:
+    readability_table,
+
+
+rule interventions:
+    input:
+        unpack(model_files),
+        unpack(intervention_data_files),
+        probe=rules.states.output.probe,
+    output:
+        f"results/ablations/{RUN}.csv",
+    log:
+        f"results/logs/interventions/{RUN}.log",
+    benchmark:
+        f"results/benchmarks/interventions/{RUN}.tsv"
+    conda:
+        CONDA_ENV
+    threads: config["training"]["threads"]
+    resources:
+        gpu=gpu_jobs(),
+    params:
+        interventions={
+            k: v for k, v in config["interventions"].items() if k != "eval_lengths"
+        },
+        probe=config["probes"],
+        device=config["training"]["device"],
+        mamba_scan=mamba_scan,
+    script:
+        "../scripts/interventions.py"
+
+
+rule readability_table:
+    input:
+        probes="results/tables/probes.csv",
+        ablations="results/tables/ablations.csv",
+    output:
+        "results/tables/readability_vs_causality.csv",
+    log:
+        "results/logs/tables/readability_vs_causality.log",
+    benchmark:
+        "results/benchmarks/tables/readability_vs_causality.tsv"
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/readability_table.py"

@@ -1,0 +1,11 @@
+"""Most readable against most necessary layer, per run and erasure method."""
+
+import pandas as pd
+
+from statelayers import io, runtime
+from statelayers.interventions import readability_vs_causality
+
+sm = snakemake  # noqa: F821
+runtime.start(sm.log[0])
+table = readability_vs_causality(pd.read_csv(sm.input.probes), pd.read_csv(sm.input.ablations))
+io.write_csv(table, sm.output[0])
