@@ -109,3 +109,14 @@ def test_erasure_is_an_affine_map_like_leace():
     reference = LeaceEraser.fit(torch.as_tensor(X), torch.nn.functional.one_hot(torch.as_tensor(y)).double())
     torch.testing.assert_close(erasure(torch.as_tensor(X)), reference(torch.as_tensor(X)))
     assert isinstance(erasure, Erasure)
+
+
+def test_fit_subsample_takes_whole_sequences_up_to_the_budget():
+    from statelayers.interventions import sequence_subsample
+
+    groups = np.repeat(np.arange(50), 10)
+    kept = sequence_subsample(groups, 205, seed=0)
+    assert len(kept) == 200
+    assert all(np.sum(groups[kept] == g) == 10 for g in np.unique(groups[kept]))
+    np.testing.assert_array_equal(kept, sequence_subsample(groups, 205, seed=0))
+    assert len(sequence_subsample(groups, 10_000, seed=0)) == 500

@@ -72,3 +72,14 @@ def test_the_switch_really_switches():
     assert modeling_mamba.mamba_selective_scan is selective_scan
     with pytest.raises(ValueError):
         use_scan("cuda-ish")
+
+
+def test_inference_path_equals_the_differentiable_one():
+    inputs = scan_inputs()
+    with torch.no_grad():
+        y_eval, last_eval = selective_scan(**inputs, delta_softplus=True, return_last_state=True)
+    train_inputs = {k: v.clone().requires_grad_() for k, v in inputs.items()}
+    y_train, last_train = selective_scan(**train_inputs, delta_softplus=True, return_last_state=True)
+    assert y_train.requires_grad and not y_eval.requires_grad
+    torch.testing.assert_close(y_eval, y_train.detach())
+    torch.testing.assert_close(last_eval, last_train.detach())

@@ -32,6 +32,8 @@ if the variable is still decodable, the erased subspace was not where it lived.
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -41,6 +43,8 @@ import torch
 from sklearn.decomposition import PCA
 
 from statelayers.probes import ProbeConfig, fit_probe
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -113,10 +117,24 @@ def leace(X: np.ndarray, y: np.ndarray) -> Erasure:
 
 @dataclass(frozen=True)
 class InterventionConfig:
-    pca_k: tuple[int, ...] = (1, 2, 4, 8)
-    random_draws: int = 3
+    pca_k: tuple[int, ...] = (1, 4, 8)
+    random_draws: int = 2
     inlp_iterations: int = 4
+    fit_tokens: int = 4000
+    """Tokens (whole sequences) of the probe split used to fit erasures and re-fit probes."""
     seed: int = 0
+
+
+def sequence_subsample(groups: np.ndarray, max_tokens: int, seed: int) -> np.ndarray:
+    """Indices of whole sequences, in random order of sequence, totalling at most ``max_tokens``.
+
+    Every probe fit here costs a logistic regression; fitting on a fixed subsample of
+    sequences keeps the dozens of fits per layer affordable.
+    """
+    ids, counts = np.unique(groups, return_counts=True)
+    order = np.random.default_rng(seed).permutation(len(ids))
+    keep = ids[order[np.cumsum(counts[order]) <= max(max_tokens, counts.max())]]
+    return np.flatnonzero(np.isin(groups, keep))
 
 
 def erasures(
@@ -157,8 +175,11 @@ def intervention_rows(
 
     before = {length: accuracy(model, d["tokens"], d["labels"])[0] for length, d in test_data.items()}
     rows = []
+    start = time.perf_counter()
     for layer, columns in read_layers(probe_states):
-        X, y, groups = columns["vector"].astype(np.float64), columns["labels"], columns["seq_id"]
+        rows_fit = sequence_subsample(columns["seq_id"], config.fit_tokens, config.seed)
+        X = columns["vector"][rows_fit].astype(np.float64)
+        y, groups = columns["labels"][rows_fit], columns["seq_id"][rows_fit]
         probe, scores = fit_probe(X, y, groups, probe_config)
         for erasure in erasures(X, y, groups, probe, config, probe_config):
             _, refit = fit_probe(erasure.apply_numpy(X), y, groups, probe_config)
@@ -180,6 +201,7 @@ def intervention_rows(
                         "majority_baseline": scores["majority_baseline"],
                     }
                 )
+        log.info("layer %d done: %d rows so far (%.0fs)", layer, len(rows), time.perf_counter() - start)
     return rows
 
 

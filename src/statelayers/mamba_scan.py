@@ -17,8 +17,9 @@ recurrence written out by hand:
 
 so each step touches ``(batch, d_inner, state)`` tensors only and nothing of size
 ``length x batch x d_inner x state`` is differentiated through. The skip ``D u`` and the
-gate ``silu(z)`` stay in ordinary autograd. The signature equals transformers'
-``mamba_selective_scan``; the tests check outputs and gradients against it.
+gate ``silu(z)`` stay in ordinary autograd. Under ``torch.no_grad`` (states, behaviour,
+interventions) the loop keeps no per-step states at all. The signature equals
+transformers' ``mamba_selective_scan``; the tests check outputs and gradients against it.
 """
 
 from __future__ import annotations
@@ -30,24 +31,31 @@ from transformers.models.mamba import modeling_mamba
 REFERENCE_SCAN = modeling_mamba.mamba_selective_scan
 
 
+def _scan(u, dt, A, B, C, keep_states: bool):
+    """Run the recurrence; return ``y (b, d, l)``, the last state and, if asked, every state."""
+    batch, d_inner, length = u.shape
+    dt_t, u_t = dt.permute(2, 0, 1).contiguous(), u.permute(2, 0, 1).contiguous()
+    B_t, C_t = B.permute(2, 0, 1).contiguous(), C.permute(2, 0, 1).contiguous()
+    states = u.new_empty(length, batch, d_inner, A.shape[1]) if keep_states else None
+    y = u.new_empty(length, batch, d_inner)
+    state = u.new_zeros(batch, d_inner, A.shape[1])
+    for t in range(length):
+        decay = torch.exp(dt_t[t].unsqueeze(-1) * A)
+        state = torch.addcmul(decay * state, (dt_t[t] * u_t[t]).unsqueeze(-1), B_t[t].unsqueeze(1))
+        if keep_states:
+            states[t] = state
+        y[t] = torch.matmul(state, C_t[t].unsqueeze(-1)).squeeze(-1)
+    return y.permute(1, 2, 0), state, (dt_t, u_t, B_t, C_t, states)
+
+
 class SelectiveScan(torch.autograd.Function):
     """``y = scan(u, dt, A, B, C)`` with ``u, dt: (b, d, l)``, ``A: (d, n)``, ``B, C: (b, n, l)``."""
 
     @staticmethod
     def forward(ctx, u, dt, A, B, C):
-        batch, d_inner, length = u.shape
-        dt_t, u_t = dt.permute(2, 0, 1).contiguous(), u.permute(2, 0, 1).contiguous()
-        B_t, C_t = B.permute(2, 0, 1).contiguous(), C.permute(2, 0, 1).contiguous()
-        states = u.new_empty(length, batch, d_inner, A.shape[1])
-        y = u.new_empty(length, batch, d_inner)
-        state = u.new_zeros(batch, d_inner, A.shape[1])
-        for t in range(length):
-            decay = torch.exp(dt_t[t].unsqueeze(-1) * A)
-            state = torch.addcmul(decay * state, (dt_t[t] * u_t[t]).unsqueeze(-1), B_t[t].unsqueeze(1))
-            states[t] = state
-            y[t] = torch.matmul(state, C_t[t].unsqueeze(-1)).squeeze(-1)
+        y, state, (dt_t, u_t, B_t, C_t, states) = _scan(u, dt, A, B, C, keep_states=True)
         ctx.save_for_backward(dt_t, u_t, A, B_t, C_t, states)
-        return y.permute(1, 2, 0), state
+        return y, state
 
     @staticmethod
     def backward(ctx, grad_y, grad_last_state):
@@ -101,7 +109,11 @@ def selective_scan(
         dt = dt + delta_bias.float()[..., None]
     if delta_softplus:
         dt = F.softplus(dt)
-    y, last_state = SelectiveScan.apply(u, dt, A.float(), B.float(), C.float())
+    inputs = (u, dt, A.float(), B.float(), C.float())
+    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+        y, last_state = SelectiveScan.apply(*inputs)
+    else:  # inference: nothing to differentiate, so no per-step states are kept
+        y, last_state, _ = _scan(*inputs, keep_states=False)
     if D is not None:
         y = y + u * D.float()[None, :, None]
     if z is not None:
