@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -199,3 +200,58 @@ def test_bad_config_stops_before_any_job(tmp_path, path, value, message):
     assert result.returncode != 0
     assert message in result.stdout + result.stderr
     assert not (root / "results").exists()
+
+
+def test_malformed_yaml_stops_with_a_message_and_keeps_results(tmp_path):
+    root = copy_workflow(tmp_path)
+    (root / "results" / "tables").mkdir(parents=True)
+    kept = root / "results" / "tables" / "behaviour.csv"
+    kept.write_text("finished work\n")
+    (root / "config" / "config.yaml").write_text("seeds: [0, 1\n")
+    result = snakemake(root, check=False)
+    assert result.returncode != 0
+    assert "not valid JSON or YAML" in result.stdout + result.stderr
+    assert kept.read_text() == "finished work\n"
+
+
+def test_cuda_requested_without_a_gpu_stops_before_any_job(tmp_path):
+    if shutil.which("nvidia-smi"):
+        pytest.skip("this machine has a GPU")
+    root = copy_workflow(tmp_path)
+    result = snakemake(root, "--configfile", "config/test.yaml", "--config", "training={'device': 'cuda'}", check=False)
+    assert result.returncode != 0
+    assert "training.device is 'cuda' but this machine has no NVIDIA GPU" in result.stdout + result.stderr
+    assert not (root / "results").exists()
+
+
+def small_study(root: Path, name: str, **changes) -> Path:
+    """An overlay on config/test.yaml: one task, GRU and Mamba only, plus ``changes``."""
+    return overlay(root, name, {"architectures": ["gru", "mamba"], "tasks": ["dyck"], **changes})
+
+
+def test_same_config_and_seed_give_identical_tables(workdir, tmp_path):
+    """A second run (other directory, subset of the study) reproduces the first run's rows exactly."""
+    root = copy_workflow(tmp_path)
+    snakemake(root, "--configfile", "config/test.yaml", str(small_study(root, "small.yaml")))
+    for table in ("behaviour", "probes", "ablations"):
+        first = pd.read_csv(workdir / "results" / "tables" / f"{table}.csv")
+        second = pd.read_csv(root / "results" / "tables" / f"{table}.csv")
+        first = first[first["arch"].isin(["gru", "mamba"]) & (first["task"] == "dyck")]
+        pd.testing.assert_frame_equal(first.reset_index(drop=True), second.reset_index(drop=True))
+
+
+def test_protected_checkpoints_are_write_protected(tmp_path):
+    """Snakemake's protected(): read-only model files; a rerun needs an explicit deletion.
+
+    Unix permissions do not bind root, so the refusal itself is checked only when the
+    suite runs as another user.
+    """
+    root = copy_workflow(tmp_path)
+    protect = small_study(root, "protect.yaml", architectures=["gru"], training={"protect_checkpoints": True})
+    snakemake(root, "--configfile", "config/test.yaml", str(protect), "--until", "train")
+    weights = root / "results" / "models" / "gru" / "dyck" / "seed0" / "model.pt"
+    assert not weights.stat().st_mode & 0o222  # read-only for everyone
+    if os.geteuid() != 0:
+        retrain = overlay(root, "lr.yaml", {"training": {"lr": 0.01}})
+        result = snakemake(root, "--configfile", "config/test.yaml", str(protect), str(retrain), check=False)
+        assert result.returncode != 0 and "Write-protected output files" in result.stdout + result.stderr

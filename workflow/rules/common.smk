@@ -74,7 +74,8 @@ def train_settings(wildcards):
     shared = {
         key: value
         for key, value in training.items()
-        if key not in ("device", "threads", "mamba_scan", "overrides")
+        if key
+        not in ("device", "threads", "mamba_scan", "overrides", "protect_checkpoints")
     }
     return shared | training["overrides"].get(wildcards.arch, {})
 
@@ -104,8 +105,38 @@ def model_files(wildcards=None):
     }
 
 
+onstart:
+    check_devices()
+
+
 def per_run(pattern):
     return expand(pattern, arch=ARCHS, task=TASKS, seed=SEEDS)
+
+
+def check_devices():
+    """Stop before any job when CUDA is asked for on a machine that has none.
+
+    Runs at ``onstart``, when the executor is known: on a cluster the submitting host
+    need not have a GPU, so only local runs are checked here (jobs check again).
+    """
+    local = (
+        workflow.executor_plugin is not None
+        and workflow.executor_plugin.name == "local"
+    )
+    if (
+        local
+        and config["training"]["device"] == "cuda"
+        and shutil.which("nvidia-smi") is None
+    ):
+        raise ValueError(
+            "config: training.device is 'cuda' but this machine has no NVIDIA GPU "
+            "(nvidia-smi not found); use 'auto' or 'cpu'"
+        )
+
+
+def model_output(path):
+    """Model files, write-protected when ``training.protect_checkpoints`` is set."""
+    return protected(path) if config["training"]["protect_checkpoints"] else path
 
 
 def final_outputs():

@@ -5,6 +5,7 @@ rule task_data:
         "results/logs/data/{task}/{split}_L{length}.log",
     benchmark:
         "results/benchmarks/data/{task}/{split}_L{length}.tsv"
+    retries: config["retries"]
     conda:
         CONDA_ENV
     params:

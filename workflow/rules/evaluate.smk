@@ -8,6 +8,7 @@ rule behaviour:
         f"results/logs/behaviour/{RUN}.log",
     benchmark:
         f"results/benchmarks/behaviour/{RUN}.tsv"
+    retries: config["retries"]
     conda:
         CONDA_ENV
     threads: config["training"]["threads"]
@@ -36,6 +37,7 @@ rule states:
         f"results/logs/states/{RUN}.log",
     benchmark:
         f"results/benchmarks/states/{RUN}.tsv"
+    retries: config["retries"]
     conda:
         CONDA_ENV
     threads: config["training"]["threads"]

@@ -3,12 +3,14 @@ rule train:
         train=data_file("train", TRAIN_LENGTH),
         validation=data_file("validation", TRAIN_LENGTH),
     output:
-        **model_files(),
+        weights=model_output(model_files()["weights"]),
+        meta=model_output(model_files()["meta"]),
         history=f"{MODEL_DIR}/train_log.csv",
     log:
         f"results/logs/train/{RUN}.log",
     benchmark:
         f"results/benchmarks/train/{RUN}.tsv"
+    retries: config["retries"]
     conda:
         CONDA_ENV
     threads: config["training"]["threads"]
