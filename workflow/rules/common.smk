@@ -40,18 +40,16 @@ def data_file(split, length="{length}"):
     return f"results/data/{{task}}/{split}_L{length}.parquet"
 
 
-def test_data_files(wildcards):
-    return {
-        f"L{length}": f"results/data/{wildcards.task}/test_L{length}.parquet"
-        for length in EVAL_LENGTHS
-    }
+def test_data(lengths):
+    """Input function: the job's task's test files at ``lengths``, named ``L<length>``."""
 
+    def files(wildcards):
+        return {
+            f"L{length}": f"results/data/{wildcards.task}/test_L{length}.parquet"
+            for length in sorted(lengths)
+        }
 
-def intervention_data_files(wildcards):
-    return {
-        f"L{length}": f"results/data/{wildcards.task}/test_L{length}.parquet"
-        for length in sorted(config["interventions"]["eval_lengths"])
-    }
+    return files
 
 
 def model_spec(wildcards):

@@ -1,7 +1,7 @@
 rule behaviour:
     input:
         unpack(model_files),
-        unpack(test_data_files),
+        unpack(test_data(EVAL_LENGTHS)),
     output:
         f"results/behaviour/{RUN}.csv",
     log:
@@ -24,7 +24,7 @@ rule behaviour:
 rule states:
     input:
         unpack(model_files),
-        unpack(test_data_files),
+        unpack(test_data(EVAL_LENGTHS)),
         probe=data_file("probe", TRAIN_LENGTH),
     output:
         probe=f"{STATES_DIR}/probe_L{TRAIN_LENGTH}.parquet",

@@ -5,7 +5,7 @@ localrules:
 rule interventions:
     input:
         unpack(model_files),
-        unpack(intervention_data_files),
+        unpack(test_data(config["interventions"]["eval_lengths"])),
         probe=rules.states.output.probe,
     output:
         f"results/ablations/{RUN}.csv",
