@@ -83,6 +83,12 @@ def test_tables_are_complete_and_non_trivial(workdir):
     params = pd.read_csv(tables / "params.csv")
     assert len(params) == 15 and (params["params"] > 1000).all()
 
+    shapes = pd.read_csv(tables / "profile_shapes.csv")
+    assert set(shapes["metric"]) >= {"first_layer_95", "late_concentration"}
+    assert shapes.groupby(["arch", "task", "target"]).size().eq(4).all() and len(shapes) == 20 * 4
+    summary = pd.read_csv(tables / "behaviour_summary.csv")
+    assert ((summary["ci_low"].isna()) | (summary["ci_low"] <= summary["mean"])).all()
+
     depths = pd.read_csv(tables / "dyck_depths.csv")
     assert depths.groupby("eval_length")["fraction"].sum().round(9).eq(1).all()
 

@@ -2,6 +2,7 @@ localrules:
     aggregate_table,
     params_table,
     dyck_depth_table,
+    summary_tables,
 
 
 rule aggregate_table:
@@ -54,3 +55,23 @@ rule dyck_depth_table:
         lengths=EVAL_LENGTHS,
     script:
         "../scripts/dyck_depth_table.py"
+
+
+rule summary_tables:
+    input:
+        behaviour="results/tables/behaviour.csv",
+        probes="results/tables/probes.csv",
+    output:
+        behaviour="results/tables/behaviour_summary.csv",
+        probes="results/tables/probe_summary.csv",
+        profile_shapes="results/tables/profile_shapes.csv",
+    log:
+        "results/logs/tables/summaries.log",
+    benchmark:
+        "results/benchmarks/tables/summaries.tsv"
+    conda:
+        CONDA_ENV
+    params:
+        bootstrap=config["statistics"],
+    script:
+        "../scripts/summary_tables.py"
