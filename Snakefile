@@ -16,6 +16,7 @@ include: "workflow/rules/probes.smk"
 include: "workflow/rules/interventions.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/claims.smk"
 
 
 rule all:

@@ -107,6 +107,16 @@ def test_ablation_tables_cover_every_layer_method_and_length(workdir):
     assert readability["best_probe_layer"].between(0, 2).all()
 
 
+def test_claims_check_gives_a_verdict_per_finding(workdir):
+    claims = pd.read_csv(workdir / "results" / "claims.csv")
+    assert claims["finding"].tolist() == [1, 2, 3, 4, 5, 6, 7]
+    assert set(claims["verdict"]) <= {"reproduced", "not reproduced", "inconclusive"}
+    # One seed has no interval: the seed-level findings cannot be decided at the test scale.
+    assert set(claims.loc[claims["finding"] <= 4, "verdict"]) == {"inconclusive"}
+    assert claims["scale"].str.contains("1 seeds").all()
+    assert "| 5 |" in (workdir / "results" / "claims.md").read_text()
+
+
 def test_figures_are_real_images(workdir):
     for name in ("probe_profiles", "behaviour", "ablations", "ablation_ood"):
         png = matplotlib.image.imread(workdir / "results" / "figures" / f"{name}.png")
@@ -224,7 +234,9 @@ def test_cuda_requested_without_a_gpu_stops_before_any_job(tmp_path):
     if shutil.which("nvidia-smi"):
         pytest.skip("this machine has a GPU")
     root = copy_workflow(tmp_path)
-    result = snakemake(root, "--configfile", "config/test.yaml", "--config", "training={'device': 'cuda'}", check=False)
+    result = snakemake(
+        root, "--configfile", "config/test.yaml", "--config", "training={'device': 'cuda'}", check=False
+    )
     assert result.returncode != 0
     assert "training.device is 'cuda' but this machine has no NVIDIA GPU" in result.stdout + result.stderr
     assert not (root / "results").exists()

@@ -137,9 +137,22 @@ def model_output(path):
     return protected(path) if config["training"]["protect_checkpoints"] else path
 
 
+def run_scale():
+    """One line that says at what scale this run measured, for the claims."""
+    training, data, model = config["training"], config["data"], config["model"]
+    return (
+        f"{len(SEEDS)} seeds; {len(ARCHS)} architectures x {len(TASKS)} tasks; "
+        f"{model['n_layers']} layers, d_model {model['d_model']}, ~{model['target_params']} parameters; "
+        f"{training['steps']} steps x batch {training['batch_size']} at L {TRAIN_LENGTH} "
+        f"from {data['train']} training sequences; eval lengths {EVAL_LENGTHS}"
+    )
+
+
 def final_outputs():
     dyck = ["results/tables/dyck_depths.csv"] if "dyck" in TASKS else []
     return dyck + [
+        "results/claims.csv",
+        "results/claims.md",
         "results/tables/params.csv",
         "results/tables/behaviour.csv",
         "results/tables/probes.csv",

@@ -1,0 +1,273 @@
+"""The claims check: which of the paper's findings (STUDY.md, 1-7) this run reproduces.
+
+The rules were written down before any result was looked at and are applied unchanged
+whatever the scale. Each finding is a list of sub-claims; each sub-claim is a quantity
+computed per seed (differences between architectures are paired by seed) whose 95 %
+bootstrap interval over seeds (:mod:`statelayers.stats`) is compared with a bound:
+
+- *supported* when the whole interval lies on the claimed side of the bound,
+- *contradicted* when the whole interval lies on the other side,
+- *unresolved* otherwise (or with a single seed, which has no interval).
+
+A finding is ``reproduced`` when every sub-claim is supported, ``not reproduced`` when
+any sub-claim is contradicted, and ``inconclusive`` otherwise; a finding whose stage,
+architectures or tasks are absent from the run is ``inconclusive`` with that reason.
+
+Layer numbering: block ``b`` here (layer ``b >= 1``; 0 is the embedding) is the
+paper's ``L{b-1}``. Sub-claims per finding:
+
+1. Behaviour (token accuracy, mean over evaluation lengths): LSTM and GRU reach >= 0.99
+   at every length on parity and s3; on dyck, recurrent (mean of LSTM, GRU) beats
+   Mamba, Mamba-2 and the Transformer; on s3 and on parity, recurrent > SSM (mean of
+   Mamba, Mamba-2) > Transformer.
+2. Prefix tasks (parity, s3; probes of the training label): for Mamba and LSTM the last
+   block is the first to reach 95 % of the best block (``first_layer_95 == n_blocks``,
+   i.e. minus ``n_blocks`` >= 0), and their late concentration exceeds the Transformer's.
+3. Dyck: the Transformer reaches 95 % by block 2 (paper L0-L1): ``2 - first_layer_95 >= 0``;
+   Mamba and LSTM reach it later than the Transformer.
+4. S3 follows Parity: for every architecture, the late concentration on s3 is closer to
+   parity's than to dyck's (distance to dyck minus distance to parity > 0).
+5. Necessity: erasing the probe directions at each run's best probe layer costs more
+   accuracy than random subspaces of the same rank at that layer, at the training length
+   and at the longest intervention length, per task (units: architecture x seed).
+6. Pretrained scale and 7. Conv1D: need stages this run does not have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from statelayers.stats import BootstrapConfig, mean_ci, profile_shapes
+
+RECURRENT, SSM = ("lstm", "gru"), ("mamba", "mamba2")
+PAPER = {
+    1: "recurrent generalise perfectly on Parity and S3 and beat SSMs and Transformers on Dyck; "
+    "S3 ordering recurrent > SSM > Transformer mirrors Parity",
+    2: "Parity/S3: Mamba and LSTM jump at the last layer (Mamba Parity 55/60/71/100); "
+    "Transformers rise gradually (55/76/98/100)",
+    3: "Dyck: Transformer readable at L0-L1 (100/100/100/100); "
+    "Mamba and LSTM rise gradually (Mamba 73/100/100/100)",
+    4: "S3 follows Parity's profile in every architecture",
+    5: "ablating the best probe direction causes significant drops, also at unseen lengths",
+    6: "Pythia-160M Dyck bottleneck at L6-L7 (-81 %), best probe L11; Mamba-130M patching recovers 97-98 %",
+    7: "removing Conv1D: S3 -12.64 pp, Parity -6.83 pp (significant), Dyck +4.04 pp (n.s.)",
+}
+
+
+@dataclass
+class SubClaim:
+    name: str
+    per_seed: pd.Series
+    bound: float = 0.0
+    """Supported when the interval lies above ``bound``."""
+
+    def status(self, config: BootstrapConfig) -> tuple[str, str]:
+        values = self.per_seed.dropna().to_numpy()
+        if len(values) == 0:
+            return "missing", f"{self.name}: no data"
+        mean, low, high = mean_ci(values, config)
+        text = f"{self.name}: {mean:+.3f} [{low:+.3f}, {high:+.3f}] vs {self.bound:+.3f} (n={len(values)})"
+        if len(values) > 1 and low > self.bound:
+            return "supported", text
+        if len(values) > 1 and high < self.bound:
+            return "contradicted", text
+        return "unresolved", text
+
+
+@dataclass
+class Finding:
+    number: int
+    claims: list[SubClaim] = field(default_factory=list)
+    missing: str | None = None
+
+    def verdict(self, config: BootstrapConfig) -> dict:
+        if self.missing:
+            return {"verdict": "inconclusive", "reason": self.missing, "measured": ""}
+        results = [claim.status(config) for claim in self.claims]
+        statuses = [status for status, _ in results]
+        if "contradicted" in statuses:
+            verdict, reason = (
+                "not reproduced",
+                "contradicted: "
+                + "; ".join(claim.name for claim, s in zip(self.claims, statuses) if s == "contradicted"),
+            )
+        elif all(s == "supported" for s in statuses):
+            verdict, reason = "reproduced", "every sub-claim supported"
+        else:
+            verdict, reason = (
+                "inconclusive",
+                "intervals include the bound: "
+                + "; ".join(claim.name for claim, s in zip(self.claims, statuses) if s != "supported"),
+            )
+        return {"verdict": verdict, "reason": reason, "measured": " | ".join(text for _, text in results)}
+
+
+def _by_seed(frame: pd.DataFrame, arch: str | tuple[str, ...], value: str) -> pd.Series:
+    archs = (arch,) if isinstance(arch, str) else arch
+    return frame[frame["arch"].isin(archs)].groupby("seed")[value].mean()
+
+
+def _requires(available: set, needed: set, what: str) -> str | None:
+    absent = sorted(needed - available)
+    return f"{what} not in this run: {', '.join(absent)}" if absent else None
+
+
+def behaviour_finding(behaviour: pd.DataFrame) -> Finding:
+    finding = Finding(1)
+    finding.missing = _requires(
+        set(behaviour["arch"]), {"transformer", *RECURRENT, *SSM}, "architectures"
+    ) or _requires(set(behaviour["task"]), {"parity", "s3", "dyck"}, "tasks")
+    if finding.missing:
+        return finding
+    mean_acc = behaviour.groupby(["arch", "task", "seed"])["token_accuracy"].mean().reset_index()
+    worst_length = behaviour.groupby(["arch", "task", "seed"])["token_accuracy"].min().reset_index()
+    task = lambda frame, name: frame[frame["task"] == name]  # noqa: E731
+    for name in ("parity", "s3"):
+        for arch in RECURRENT:
+            finding.claims.append(
+                SubClaim(
+                    f"{arch} {name} worst-length accuracy >= 0.99",
+                    _by_seed(task(worst_length, name), arch, "token_accuracy"),
+                    0.99,
+                )
+            )
+    dyck = task(mean_acc, "dyck")
+    for other in (*SSM, "transformer"):
+        finding.claims.append(
+            SubClaim(
+                f"dyck recurrent - {other}",
+                _by_seed(dyck, RECURRENT, "token_accuracy") - _by_seed(dyck, other, "token_accuracy"),
+            )
+        )
+    for name in ("s3", "parity"):
+        frame = task(mean_acc, name)
+        recurrent, ssm, transformer = (
+            _by_seed(frame, a, "token_accuracy") for a in (RECURRENT, SSM, "transformer")
+        )
+        finding.claims += [
+            SubClaim(f"{name} recurrent - SSM", recurrent - ssm),
+            SubClaim(f"{name} SSM - transformer", ssm - transformer),
+        ]
+    return finding
+
+
+def profile_findings(probes: pd.DataFrame) -> list[Finding]:
+    shapes = profile_shapes(probes)
+    shapes = shapes[shapes["target"] == "labels"]
+    n_blocks = int(probes["layer"].max())
+    archs, tasks = set(shapes["arch"]), set(shapes["task"])
+    task = lambda name: shapes[shapes["task"] == name]  # noqa: E731
+    late = lambda name, arch: _by_seed(task(name), arch, "late_concentration")  # noqa: E731
+    first = lambda name, arch: _by_seed(task(name), arch, "first_layer_95")  # noqa: E731
+
+    jump = Finding(2)
+    jump.missing = _requires(archs, {"mamba", "lstm", "transformer"}, "architectures") or _requires(
+        tasks, {"parity", "s3"}, "tasks"
+    )
+    if not jump.missing:
+        for name in ("parity", "s3"):
+            for arch in ("mamba", "lstm"):
+                jump.claims.append(
+                    SubClaim(
+                        f"{name} {arch} first block at 95 % - last block", first(name, arch) - n_blocks, -0.5
+                    )
+                )
+                jump.claims.append(
+                    SubClaim(
+                        f"{name} {arch} - transformer late concentration",
+                        late(name, arch) - late(name, "transformer"),
+                    )
+                )
+
+    dyck = Finding(3)
+    dyck.missing = _requires(archs, {"mamba", "lstm", "transformer"}, "architectures") or _requires(
+        tasks, {"dyck"}, "tasks"
+    )
+    if not dyck.missing:
+        dyck.claims.append(
+            SubClaim("dyck transformer: 2 - first block at 95 %", 2 - first("dyck", "transformer"), -0.5)
+        )
+        for arch in ("mamba", "lstm"):
+            dyck.claims.append(
+                SubClaim(
+                    f"dyck {arch} - transformer first block at 95 %",
+                    first("dyck", arch) - first("dyck", "transformer"),
+                )
+            )
+
+    follows = Finding(4)
+    follows.missing = _requires(tasks, {"parity", "s3", "dyck"}, "tasks")
+    if not follows.missing:
+        for arch in sorted(archs):
+            closer = (late("s3", arch) - late("dyck", arch)).abs() - (
+                late("s3", arch) - late("parity", arch)
+            ).abs()
+            follows.claims.append(SubClaim(f"{arch}: |s3 - dyck| - |s3 - parity| late concentration", closer))
+    return [jump, dyck, follows]
+
+
+def necessity_finding(ablations: pd.DataFrame | None, readability: pd.DataFrame | None) -> Finding:
+    finding = Finding(5)
+    if ablations is None or readability is None or ablations.empty:
+        finding.missing = "interventions stage did not run"
+        return finding
+    best = readability[readability["method"] == "probe"][["arch", "task", "seed", "best_probe_layer"]]
+    at_best = ablations.merge(best, on=["arch", "task", "seed"])
+    at_best = at_best[at_best["layer"] == at_best["best_probe_layer"]]
+    keys = ["arch", "task", "seed", "eval_length"]
+    probe = at_best[at_best["method"] == "probe"].set_index(keys)
+    random = at_best[at_best["method"] == "random"].groupby([*keys, "rank"])["drop"].mean()
+    matched_random = random.reindex(
+        pd.MultiIndex.from_arrays([*(probe.index.get_level_values(k) for k in keys), probe["rank"]])
+    ).to_numpy()
+    excess = (probe["drop"] - matched_random).rename("excess").reset_index()
+    lengths = sorted(excess["eval_length"].unique())
+    for name, frame in excess.groupby("task"):
+        for length in (lengths[0], lengths[-1]):
+            units = frame[frame["eval_length"] == length].set_index(["arch", "seed"])["excess"]
+            finding.claims.append(SubClaim(f"{name} L={length}: probe-direction drop - random drop", units))
+    return finding
+
+
+def check_claims(
+    behaviour: pd.DataFrame,
+    probes: pd.DataFrame,
+    ablations: pd.DataFrame | None,
+    readability: pd.DataFrame | None,
+    scale: str,
+    config: BootstrapConfig = BootstrapConfig(),
+) -> pd.DataFrame:
+    """One row per finding 1-7: verdict, reason, measured numbers, the paper's, the run's scale."""
+    findings = [
+        behaviour_finding(behaviour),
+        *profile_findings(probes),
+        necessity_finding(ablations, readability),
+    ]
+    findings += [
+        Finding(6, missing="pretrained stage (Mamba-130M, Pythia) not implemented in this workflow yet"),
+        Finding(7, missing="Conv1D attribution stage not implemented in this workflow yet"),
+    ]
+    return pd.DataFrame(
+        [
+            {"finding": f.number, **f.verdict(config), "paper": PAPER[f.number], "scale": scale}
+            for f in findings
+        ]
+    )
+
+
+def claims_markdown(claims: pd.DataFrame) -> str:
+    lines = ["| # | verdict | reason | paper |", "|---|---|---|---|"]
+    lines += [f"| {r.finding} | **{r.verdict}** | {r.reason} | {r.paper} |" for r in claims.itertuples()]
+    details = [f"- **{r.finding}**: {r.measured}" for r in claims.itertuples() if r.measured]
+    scale = claims["scale"].iloc[0]
+    return "\n".join(
+        [
+            f"# Claims check\n\nScale: {scale}\n",
+            *lines,
+            "\n## Measured (mean [95 % CI] vs bound)\n",
+            *details,
+            "",
+        ]
+    )

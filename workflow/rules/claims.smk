@@ -1,0 +1,24 @@
+localrules:
+    claims,
+
+
+rule claims:
+    input:
+        behaviour="results/tables/behaviour.csv",
+        probes="results/tables/probes.csv",
+        ablations="results/tables/ablations.csv",
+        readability="results/tables/readability_vs_causality.csv",
+    output:
+        table="results/claims.csv",
+        markdown="results/claims.md",
+    log:
+        "results/logs/claims.log",
+    benchmark:
+        "results/benchmarks/claims.tsv"
+    conda:
+        CONDA_ENV
+    params:
+        bootstrap=config["statistics"],
+        scale=run_scale(),
+    script:
+        "../scripts/claims.py"
