@@ -80,10 +80,11 @@ def test_every_method_and_its_controls_are_generated():
     X, y, groups = separable(classes=3)
     probe, _ = fit_probe(X, y, groups, ProbeConfig())
     config = InterventionConfig(pca_k=(1, 4), random_draws=2, inlp_iterations=2)
-    made = list(erasures(X, y, groups, probe, config, ProbeConfig()))
+    made = list(erasures(X, y, groups, probe, config, ProbeConfig(), np.random.default_rng(0)))
     methods = [e.method for e in made]
     assert methods[:5] == ["probe", "pca", "pca", "inlp", "leace"]
-    ranks = {e.rank for e in made if e.method != "random"}  # probe 2, pca 1 and 4, inlp 4, leace 3
+    ranks = {e.rank for e in made if e.method != "random"}  # probe 2, pca 1 and 4, inlp 4, leace 2
+    assert next(e.rank for e in made if e.method == "leace") == 2  # 3 classes span 2 directions
     assert sorted((e.rank, e.draw) for e in made if e.method == "random") == sorted(
         (r, d) for r in ranks for d in range(2)
     )

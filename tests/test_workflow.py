@@ -17,7 +17,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-PER_RUN_RULES = {"train", "behaviour", "states", "probes", "interventions"}
+PER_RUN_RULES = {"train", "behaviour", "probe_states", "states", "probes", "interventions"}
 
 pytestmark = pytest.mark.workflow
 
@@ -73,6 +73,7 @@ def test_tables_are_complete_and_non_trivial(workdir):
 
     probes = pd.read_csv(tables / "probes.csv")
     assert set(probes["layer"]) == {0, 1, 2}
+    assert probes["token_baseline"].between(0, 1).all()
     assert set(probes["arch"]) == {"transformer", "mamba", "mamba2", "lstm", "gru"}
     assert set(probes.loc[probes["task"] == "dyck", "target"]) == {"labels", "depth"}
     fitted = probes[probes["split"] == "probe"]
@@ -117,6 +118,13 @@ def test_claims_check_gives_a_verdict_per_finding(workdir):
     assert "| 5 |" in (workdir / "results" / "claims.md").read_text()
 
 
+def test_html_report_builds_with_figures_tables_and_claims(workdir):
+    snakemake(workdir, "--configfile", "config/test.yaml", "--report", "results/report.html")
+    html = (workdir / "results" / "report.html").read_text(errors="ignore")
+    for name in ("probe_profiles.png", "ablations.png", "claims.csv", "probes.csv"):
+        assert name in html
+
+
 def test_figures_are_real_images(workdir):
     for name in ("probe_profiles", "behaviour", "ablations", "ablation_ood"):
         png = matplotlib.image.imread(workdir / "results" / "figures" / f"{name}.png")
@@ -142,7 +150,7 @@ def test_probe_setting_reruns_probes_and_their_consumers_only(workdir):
     assert rules.count("probes") == 15
     # Interventions fit their own probes with the same settings, so they rerun too.
     assert rules.count("interventions") == 15
-    assert "train" not in rules and "states" not in rules and "behaviour" not in rules
+    assert not {"train", "states", "probe_states", "behaviour"} & set(rules)
     assert set(rules) == {
         "probes",
         "interventions",
@@ -150,6 +158,8 @@ def test_probe_setting_reruns_probes_and_their_consumers_only(workdir):
         "readability_table",
         "probe_profiles_figure",
         "ablation_figures",
+        "summary_tables",
+        "claims",
         "all",
     }
 

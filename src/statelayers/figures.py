@@ -42,6 +42,12 @@ def _seed_lines(ax, frame: pd.DataFrame, x: str, y: str) -> None:
         ax.scatter(sub[x], sub[y], color=color, s=8, alpha=0.35, lw=0)
 
 
+def _layer_axis(ax, layers: list[int]) -> None:
+    """Ticks in the paper's numbering: the embedding, then blocks L0, L1, ..."""
+    ax.set_xticks(layers, ["emb" if layer == 0 else f"L{layer - 1}" for layer in layers])
+    ax.set_xlabel("layer")
+
+
 def _save(fig: plt.Figure, paths: list[str | Path]) -> None:
     for path in paths:
         fmt = Path(path).suffix.lstrip(".")
@@ -58,10 +64,8 @@ def probe_profiles(probes: pd.DataFrame, fit_length: int, paths: list[str | Path
         sub = frame[frame["task"] == task]
         _seed_lines(ax, sub, "layer", "probe_accuracy")
         ax.axhline(sub["majority_baseline"].mean(), color="0.5", ls="--", lw=1, label="majority")
-        layers = sorted(sub["layer"].unique())
-        ax.set_xticks(layers, ["emb" if layer == 0 else f"L{layer}" for layer in layers])
+        _layer_axis(ax, sorted(sub["layer"].unique()))
         ax.set_title(TASK_TITLE.get(task, task))
-        ax.set_xlabel("layer")
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("probe accuracy (held-out sequences)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
@@ -112,8 +116,8 @@ def ablation_profiles(ablations: pd.DataFrame, fit_length: int, paths: list[str 
     """Accuracy drop by layer for each erasure: a row per task, a column per architecture.
 
     Lines are means over seeds (``pca`` at its largest k). The grey band spans the mean
-    drop of random subspaces over every rank used at that layer (min to max): the
-    chance level an erasure has to clear.
+    drop of random subspaces of the probe erasure's rank at that layer (lowest to highest
+    seed): the chance level the probe-direction erasure has to clear.
     """
     frame = ablations[ablations["eval_length"] == fit_length]
     tasks = _ordered(frame["task"], TASK_TITLE)
@@ -130,8 +134,9 @@ def ablation_profiles(ablations: pd.DataFrame, fit_length: int, paths: list[str 
         for col, arch in enumerate(archs):
             ax = axes[row][col]
             sub = frame[(frame["task"] == task) & (frame["arch"] == arch)]
-            random = sub[sub["method"] == "random"].groupby(["layer", "rank"])["drop"].mean().groupby("layer")
-            band = random.agg(["min", "max"])
+            probe_rank = sub[sub["method"] == "probe"][["seed", "layer", "rank"]].drop_duplicates()
+            random = sub[sub["method"] == "random"].merge(probe_rank, on=["seed", "layer", "rank"])
+            band = random.groupby(["layer", "seed"])["drop"].mean().groupby("layer").agg(["min", "max"])
             ax.fill_between(
                 band.index,
                 band["min"],
@@ -139,7 +144,7 @@ def ablation_profiles(ablations: pd.DataFrame, fit_length: int, paths: list[str 
                 color="0.6",
                 alpha=0.35,
                 lw=0,
-                label="random (same ranks)",
+                label="random (probe rank)",
             )
             for method, (label, color, style) in ERASURE_STYLE.items():
                 part = sub[sub["method"] == method]
@@ -155,7 +160,7 @@ def ablation_profiles(ablations: pd.DataFrame, fit_length: int, paths: list[str 
             if col == 0:
                 ax.set_ylabel(f"{TASK_TITLE.get(task, task)}\naccuracy drop")
             if row == len(tasks) - 1:
-                ax.set_xlabel("layer (0 = embedding)")
+                _layer_axis(ax, sorted(sub["layer"].unique()))
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
     fig.suptitle(f"Task accuracy lost when a subspace is erased at one layer (L = {fit_length})", fontsize=10)

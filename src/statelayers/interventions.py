@@ -42,7 +42,7 @@ import pandas as pd
 import torch
 from sklearn.decomposition import PCA
 
-from statelayers.probes import ProbeConfig, fit_probe
+from statelayers.probes import ProbeConfig, fit_probe, sequence_split
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +112,10 @@ def leace(X: np.ndarray, y: np.ndarray) -> Erasure:
     classes = np.unique(y)
     one_hot = torch.as_tensor(y[:, None] == classes[None, :], dtype=torch.float64)
     eraser = LeaceEraser.fit(torch.as_tensor(X, dtype=torch.float64), one_hot)
-    return Erasure("leace", eraser.proj_left.shape[1], eraser.proj_left, eraser.proj_right.mH, eraser.bias)
+    # proj_left has a column per class, but a one-hot concept spans classes - 1 directions.
+    singular = torch.linalg.svdvals(eraser.proj_left @ eraser.proj_right)
+    rank = int((singular > 1e-8 * singular.max()).sum())
+    return Erasure("leace", rank, eraser.proj_left, eraser.proj_right.mH, eraser.bias)
 
 
 @dataclass(frozen=True)
@@ -144,13 +147,20 @@ def erasures(
     probe,
     config: InterventionConfig,
     probe_config: ProbeConfig,
+    rng: np.random.Generator,
 ) -> Iterator[Erasure]:
-    """Every erasure of one layer, each followed by its random controls of equal rank."""
-    rng = np.random.default_rng(config.seed)
+    """Every erasure of one layer, each followed by its random controls of equal rank.
+
+    Erasures are fit on the training sequences of the probe split only, so the probe
+    re-fit afterwards is scored on sequences the erasure never saw (LEACE guarantees
+    blindness on its own fitting data, which would make a re-fit there meaningless).
+    """
     d = X.shape[1]
+    train, _ = sequence_split(groups, probe_config)
+    X_fit, y_fit = X[train], y[train]
     primary = [projection("probe", probe_directions(probe))]
-    primary += [projection("pca", PCA(k).fit(X).components_, k=k) for k in config.pca_k if k < d]
-    primary += [inlp(X, y, groups, config.inlp_iterations, probe_config), leace(X, y)]
+    primary += [projection("pca", PCA(k).fit(X_fit).components_, k=k) for k in config.pca_k if k < d]
+    primary += [inlp(X, y, groups, config.inlp_iterations, probe_config), leace(X_fit, y_fit)]
     ranks = sorted({e.rank for e in primary if e.rank > 0})
     yield from primary
     for rank in ranks:
@@ -164,6 +174,7 @@ def intervention_rows(
     test_data: dict[int, dict[str, np.ndarray]],
     config: InterventionConfig,
     probe_config: ProbeConfig,
+    run_seed: int = 0,
 ) -> list[dict]:
     """Every erasure at every layer, scored at every evaluation length.
 
@@ -181,7 +192,8 @@ def intervention_rows(
         X = columns["vector"][rows_fit].astype(np.float64)
         y, groups = columns["labels"][rows_fit], columns["seq_id"][rows_fit]
         probe, scores = fit_probe(X, y, groups, probe_config)
-        for erasure in erasures(X, y, groups, probe, config, probe_config):
+        rng = np.random.default_rng([config.seed, run_seed, layer])  # own random controls per run and layer
+        for erasure in erasures(X, y, groups, probe, config, probe_config, rng):
             _, refit = fit_probe(erasure.apply_numpy(X), y, groups, probe_config)
             for length, data in test_data.items():
                 after = accuracy(model, data["tokens"], data["labels"], edits={layer: erasure})[0]

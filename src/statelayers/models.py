@@ -10,10 +10,11 @@ Backbones: GPT-NeoX (rotary positions), Mamba and Mamba-2 are transformers' mode
 built from their config classes; LSTM and GRU are stacks of single-layer torch
 modules so that each layer's output exists.
 
-Parameter matching: each architecture has one width knob (GPT-NeoX's MLP width,
-Mamba's and Mamba-2's integer ``expand``). The parameter count is affine in the
-knob, so two instantiations give the line and the knob nearest the target follows.
-LSTM and GRU at fixed ``d_model`` and depth have no such knob and keep their count.
+Parameter matching: each architecture has one width knob (GPT-NeoX's MLP width and
+Mamba's inner width, both in steps of 16; Mamba-2's integer ``expand``). The parameter
+count is affine in the knob, so two instantiations give the line and the knob nearest
+the target follows. LSTM and GRU at fixed ``d_model`` and depth have no such knob and
+keep their count.
 """
 
 from __future__ import annotations
@@ -78,9 +79,16 @@ def _hf_backbone(spec: ModelSpec) -> nn.Module:
         )
         return GPTNeoXModel(config)
     if spec.arch == "mamba":
+        inner = spec.width or 2 * spec.d_model
         config = MambaConfig(
-            **common, expand=spec.width or 2, state_size=opts.pop("state_size", 16), use_cache=False, **opts
+            **common,
+            expand=max(1, round(inner / spec.d_model)),
+            state_size=opts.pop("state_size", 16),
+            use_cache=False,
+            **opts,
         )
+        # MambaConfig takes only an integer expand; MambaMixer reads intermediate_size.
+        config.intermediate_size = inner
         return MambaModel(config)
     head_dim = opts.pop("head_dim", 32)
     expand = spec.width or 2
@@ -190,7 +198,7 @@ def match_width(spec: ModelSpec, target: int) -> ModelSpec:
     """Set ``spec.width`` to the knob value whose parameter count is nearest ``target``."""
     if spec.arch in ("lstm", "gru"):
         return spec
-    step = 16 if spec.arch == "transformer" else 1
+    step = 1 if spec.arch == "mamba2" else 16
     at = {w: count_parameters(SequenceTagger(replace(spec, width=w))) for w in (step, 2 * step)}
     slope = at[2 * step] - at[step]
     ideal = step + (target - at[step]) / slope * step

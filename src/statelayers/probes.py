@@ -62,25 +62,48 @@ def fit_probe(
     }
 
 
+def token_baseline(tokens: np.ndarray, y: np.ndarray, train: np.ndarray) -> dict[int, int]:
+    """Majority label of each input token on the training part: what the current token alone predicts.
+
+    On Dyck the top-of-stack label equals the token after every opening bracket, so a
+    probe must beat this, not only the majority class, before a layer "holds the stack".
+    """
+    fallback = majority_class(y[train])
+    return {int(t): majority_class(y[train][tokens[train] == t]) for t in np.unique(tokens[train])} | {
+        -1: fallback
+    }
+
+
+def token_baseline_accuracy(mapping: dict[int, int], tokens: np.ndarray, y: np.ndarray) -> float:
+    predicted = np.array([mapping.get(int(t), mapping[-1]) for t in tokens])
+    return float(np.mean(predicted == y))
+
+
 def probe_layers(
     probe_states: str, test_states: dict[int, str], fit_length: int, config: ProbeConfig
 ) -> list[dict]:
     """Fit a probe per (layer, target) on ``probe_states``; score it on held-out probe
     sequences (``split="probe"``) and, unchanged, on the states of each test length
-    (``split="test"``: the probe's readout at lengths it was not fit on).
+    (``split="test"``: the probe's readout at lengths it was not fit on). Every row also
+    carries the majority-class and the current-token baselines.
     """
     from statelayers.states import TARGET_COLUMNS, read_layers
 
     tests = {length: dict(read_layers(path)) for length, path in test_states.items()}
     rows = []
     for layer, columns in read_layers(probe_states):
+        train, test = sequence_split(columns["seq_id"], config)
         for target in (t for t in TARGET_COLUMNS if t in columns):
             probe, scores = fit_probe(columns["vector"], columns[target], columns["seq_id"], config)
+            by_token = token_baseline(columns["token"], columns[target], train)
+            scores["token_baseline"] = token_baseline_accuracy(
+                by_token, columns["token"][test], columns[target][test]
+            )
             rows.append(
                 {"layer": layer, "target": target, "split": "probe", "eval_length": fit_length, **scores}
             )
             for length, layers in tests.items():
-                X, y = layers[layer]["vector"], layers[layer][target]
+                X, y, tokens = layers[layer]["vector"], layers[layer][target], layers[layer]["token"]
                 rows.append(
                     {
                         "layer": layer,
@@ -90,6 +113,7 @@ def probe_layers(
                         "probe_accuracy": float(probe.score(X, y)),
                         "train_accuracy": scores["train_accuracy"],
                         "majority_baseline": float(np.mean(y == probe.majority_class_)),
+                        "token_baseline": token_baseline_accuracy(by_token, tokens, y),
                         "n_train": scores["n_train"],
                         "n_test": len(y),
                     }

@@ -49,6 +49,16 @@ class TrainConfig:
     log_every: int = 25
 
 
+def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    """Weight decay on matrices only: not on biases, norms, nor Mamba's ``A_log`` and ``D``
+    (decaying the SSM's decay rates towards zero is not regularisation)."""
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        exempt = parameter.dim() < 2 or name.endswith(("A_log", ".D"))
+        (no_decay if exempt else decay).append(parameter)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
 @dataclass(frozen=True)
 class ResumeFile:
     """Where to keep the resume state, and which inputs it belongs to."""
@@ -100,7 +110,7 @@ def train(
     model.to(device).train()
     tokens = torch.as_tensor(train_data[0])
     labels = torch.as_tensor(train_data[1])
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr)
     schedule = get_cosine_schedule_with_warmup(
         optimizer, int(config.warmup_fraction * config.steps), config.steps
     )
@@ -208,7 +218,15 @@ def train_checkpoint(
     train_data, validation_data = (to_arrays(io.read_parquet(p)) for p in (train_path, validation_path))
     resume = ResumeFile(
         Path(out_dir) / "resume.pt",
-        fingerprint(spec_params, training, seed, str(resolved), scan, files=(train_path, validation_path)),
+        fingerprint(
+            spec_params,
+            training,
+            seed,
+            str(resolved),
+            scan,
+            torch.get_num_threads(),
+            files=(train_path, validation_path),
+        ),
         resume_every,
     )
     history = train(

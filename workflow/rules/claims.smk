@@ -9,7 +9,9 @@ rule claims:
         ablations="results/tables/ablations.csv",
         readability="results/tables/readability_vs_causality.csv",
     output:
-        table="results/claims.csv",
+        table=report(
+            "results/claims.csv", caption="../report/claims.rst", category="Claims"
+        ),
         markdown="results/claims.md",
     log:
         "results/logs/claims.log",

@@ -17,6 +17,12 @@ if config["task_params"]["dyck"]["max_depth"] > TRAIN_LENGTH:
         f"exceeds train_length ({TRAIN_LENGTH}); no training sequence could reach it"
     )
 
+if TRAIN_LENGTH not in config["interventions"]["eval_lengths"]:
+    raise ValueError(
+        f"config: interventions.eval_lengths must include train_length ({TRAIN_LENGTH}): "
+        "readability is compared with necessity at the training length"
+    )
+
 
 wildcard_constraints:
     arch="|".join(ARCHS),

@@ -8,7 +8,11 @@ rule probe_profiles_figure:
     input:
         "results/tables/probes.csv",
     output:
-        png="results/figures/probe_profiles.png",
+        png=report(
+            "results/figures/probe_profiles.png",
+            caption="../report/probe_profiles.rst",
+            category="Probes",
+        ),
         pdf="results/figures/probe_profiles.pdf",
     log:
         "results/logs/figures/probe_profiles.log",
@@ -26,7 +30,11 @@ rule behaviour_figure:
     input:
         "results/tables/behaviour.csv",
     output:
-        png="results/figures/behaviour.png",
+        png=report(
+            "results/figures/behaviour.png",
+            caption="../report/behaviour.rst",
+            category="Behaviour",
+        ),
         pdf="results/figures/behaviour.pdf",
     log:
         "results/logs/figures/behaviour.log",
@@ -45,9 +53,17 @@ rule ablation_figures:
         ablations="results/tables/ablations.csv",
         readability="results/tables/readability_vs_causality.csv",
     output:
-        profiles_png="results/figures/ablations.png",
+        profiles_png=report(
+            "results/figures/ablations.png",
+            caption="../report/ablations.rst",
+            category="Interventions",
+        ),
         profiles_pdf="results/figures/ablations.pdf",
-        ood_png="results/figures/ablation_ood.png",
+        ood_png=report(
+            "results/figures/ablation_ood.png",
+            caption="../report/ablation_ood.rst",
+            category="Interventions",
+        ),
         ood_pdf="results/figures/ablation_ood.pdf",
     log:
         "results/logs/figures/ablations.log",

@@ -1,6 +1,6 @@
 rule probes:
     input:
-        probe=rules.states.output.probe,
+        probe=rules.probe_states.output[0],
         tests=rules.states.output.tests,
     output:
         f"results/probes/{RUN}.csv",

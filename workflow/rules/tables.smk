@@ -9,7 +9,11 @@ rule aggregate_table:
     input:
         lambda wc: per_run(f"results/{wc.stage}/{RUN}.csv"),
     output:
-        "results/tables/{stage}.csv",
+        report(
+            "results/tables/{stage}.csv",
+            caption="../report/table.rst",
+            category="Tables",
+        ),
     log:
         "results/logs/tables/{stage}.log",
     benchmark:
@@ -64,7 +68,11 @@ rule summary_tables:
     output:
         behaviour="results/tables/behaviour_summary.csv",
         probes="results/tables/probe_summary.csv",
-        profile_shapes="results/tables/profile_shapes.csv",
+        profile_shapes=report(
+            "results/tables/profile_shapes.csv",
+            caption="../report/table.rst",
+            category="Tables",
+        ),
     log:
         "results/logs/tables/summaries.log",
     benchmark:

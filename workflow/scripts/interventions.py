@@ -18,5 +18,7 @@ test_data = {
     for length, path in runtime.length_inputs(sm.input).items()
 }
 config = InterventionConfig(**{**settings, "pca_k": tuple(settings["pca_k"])})
-rows = intervention_rows(model, sm.input.probe, test_data, config, ProbeConfig(**sm.params.probe))
+rows = intervention_rows(
+    model, sm.input.probe, test_data, config, ProbeConfig(**sm.params.probe), run_seed=int(sm.wildcards.seed)
+)
 io.write_csv(io.keyed_frame(rows, runtime.run_key(sm.wildcards)), sm.output[0])

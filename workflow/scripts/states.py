@@ -1,4 +1,4 @@
-"""Every layer's hidden states on the probe split and at each evaluation length."""
+"""Every layer's hidden states for data files: the probe split, or each evaluation length."""
 
 from pathlib import Path
 
@@ -10,9 +10,8 @@ from statelayers.states import write_states
 sm = snakemake  # noqa: F821
 log = runtime.start(sm.log[0], sm.threads)
 model = load_model(Path(sm.input.weights).parent, sm.params.mamba_scan, sm.params.device)
-write_states(model, to_arrays(io.read_parquet(sm.input.probe)), sm.output.probe)
-test_inputs = sorted(runtime.length_inputs(sm.input).items())
-for (length, source), target in zip(test_inputs, sm.output.tests, strict=True):
-    data = to_arrays(io.read_parquet(source).head(sm.params.test_sequences))
-    write_states(model, data, target)
-    log.info("states at length %d -> %s", length, target)
+per_length = runtime.length_inputs(sm.input)
+sources = [per_length[length] for length in sorted(per_length)] if per_length else [sm.input.data]
+for source, target in zip(sources, sm.output, strict=True):
+    write_states(model, to_arrays(io.read_parquet(source).head(sm.params.sequences)), target)
+    log.info("states of %s -> %s", source, target)
