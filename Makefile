@@ -7,7 +7,7 @@ TORCH ?= torch==2.13.0
 CORES ?= all
 BIN := $(VENV)/bin
 
-.PHONY: env run test lint report clean-results
+.PHONY: env run test test-slurm lint
 
 env: $(VENV)/.installed
 
@@ -23,6 +23,12 @@ run: env
 
 test: env
 	$(BIN)/python -m pytest -q
+
+# The workflow through profiles/slurm on a real single-node Slurm (root; installs
+# Debian's slurm packages if missing; several minutes). See docs/slurm.md.
+test-slurm: env
+	$(BIN)/python -m pip install --quiet -e ".[slurm]"
+	STATELAYERS_SLURM=1 $(BIN)/python -m pytest -m slurm -q
 
 lint: env
 	$(BIN)/snakemake --lint
