@@ -189,7 +189,13 @@ def declared_localrules(root: Path) -> set[str]:
 
 
 def parse_log(text: str):
-    """(rule of every scheduled job, Slurm ids per Snakemake job id, local job ids)."""
+    """(rule of every scheduled job, Slurm ids per Snakemake job id, local job ids).
+
+    Failed jobs' logs (show-failed-logs), framed by lines of "=", are left out: a Slurm
+    job's log holds the output of the Snakemake runs inside the job, with their own
+    job blocks (jobid 0).
+    """
+    text = re.sub(r"^Logfile [^\n]*:\n={20,}\n.*?^={20,}$", "", text, flags=re.MULTILINE | re.DOTALL)
     rules, local = {}, set()
     for block in re.split(r"\n\s*\n", text):
         found = re.search(r"^(local)?rule (\w+):\n(?:.*\n)*?\s+jobid: (\d+)$", block, re.MULTILINE)
