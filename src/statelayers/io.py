@@ -73,11 +73,15 @@ def _unreadable(path: str | os.PathLike, err: Exception) -> CorruptInputError:
     )
 
 
-def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:
+def read_table(path: str | os.PathLike, columns: list[str] | None = None) -> pa.Table:
     try:
-        return pq.read_table(path, columns=columns).to_pandas()
+        return pq.read_table(path, columns=columns)
     except (pa.ArrowInvalid, OSError) as err:
         raise _unreadable(path, err) from err
+
+
+def read_parquet(path: str | os.PathLike, columns: list[str] | None = None) -> pd.DataFrame:
+    return read_table(path, columns).to_pandas()
 
 
 def read_json(path: str | os.PathLike) -> Any:

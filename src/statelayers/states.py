@@ -25,7 +25,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import torch
 from tqdm import tqdm
 
@@ -72,10 +71,7 @@ def write_states(model: SequenceTagger, data: dict[str, np.ndarray], path: str |
 
 def read_layers(path: str | Path) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
     """Yield ``(layer, columns)`` with ``columns["vector"]`` as an ``(rows, d)`` array."""
-    try:
-        table = pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as err:
-        raise io._unreadable(path, err) from err
+    table = io.read_table(path)
     for layer in pc.unique(table["layer"]).to_pylist():
         part = table.filter(pc.equal(table["layer"], layer))
         vector = part["vector"].combine_chunks()
