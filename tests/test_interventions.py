@@ -121,3 +121,26 @@ def test_fit_subsample_takes_whole_sequences_up_to_the_budget():
     assert all(np.sum(groups[kept] == g) == 10 for g in np.unique(groups[kept]))
     np.testing.assert_array_equal(kept, sequence_subsample(groups, 205, seed=0))
     assert len(sequence_subsample(groups, 10_000, seed=0)) == 500
+
+
+def test_edited_accuracy_from_clean_states_equals_a_full_edited_pass():
+    from statelayers.behaviour import accuracy, predict
+    from statelayers.interventions import edited_accuracy
+
+    torch.manual_seed(0)
+    model = build_model(ModelSpec("gru", 4, 3, d_model=8, n_layers=3)).eval()
+    torch.nn.init.zeros_(model.head.bias)  # else the bias alone decides every token of a fresh model
+    rng = np.random.default_rng(0)
+    tokens, labels = rng.integers(0, 4, (7, 13)), rng.integers(0, 3, (7, 13))
+    data = {"tokens": tokens, "labels": labels}
+    before = accuracy(model, tokens, labels)[0]
+    _, clean = predict(model, tokens, keep_states=len(tokens))
+    changed = 0
+    for layer in range(4):
+        erasure = Erasure("flip", 8, torch.eye(8), 2 * torch.eye(8), torch.zeros(8))  # h -> -h
+        expected = accuracy(model, tokens, labels, edits={layer: erasure})[0]
+        assert edited_accuracy(model, data, clean, layer, erasure, batch_size=3) == expected
+        changed += expected != before
+    # The flip at the last tap changes predictions, so there a misaligned batch of
+    # replayed states could not go unnoticed.
+    assert changed >= 1

@@ -1,6 +1,7 @@
 """The five taggers: shapes, per-layer states, edits, parameter matching, checkpoints."""
 
 import json
+from collections import Counter
 from dataclasses import replace
 
 import pytest
@@ -66,6 +67,29 @@ def test_edits_replace_exactly_the_targeted_layer(arch):
     assert torch.count_nonzero(zeroed[2]) == 0  # the edit fired
     assert not torch.allclose(zeroed[3], states[3])  # and downstream saw it
     assert not torch.allclose(zeroed_logits, logits)
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_pass_resumed_at_a_tap_equals_the_full_pass(arch):
+    model = tiny(arch).eval()
+    tokens = torch.randint(0, 6, (3, 11))
+    calls = Counter()
+    for i, block in enumerate(model.backbone.layers):
+        block.register_forward_hook(lambda *_, i=i: calls.update([i]))
+    with torch.no_grad():
+        _, states = model(tokens, return_states=True)
+        for tap in range(len(states)):
+            edit = {tap: lambda h: h * 0.5 + 1.0}
+            full_logits, full_states = model(tokens, edits=edit, return_states=True)
+            calls.clear()
+            with model.resumed_at(tap, states[tap]):
+                logits, resumed = model(tokens, edits=edit, return_states=True)
+            assert set(calls) == set(range(tap, len(states) - 1))  # only the blocks after the tap ran
+            torch.testing.assert_close(logits, full_logits, rtol=1e-5, atol=1e-6)
+            for later in range(tap, len(states)):
+                torch.testing.assert_close(resumed[later], full_states[later], rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(model(tokens), model(tokens, return_states=True)[0])
+        assert not any(type(layer).__name__ == "Replay" for layer in model.backbone.layers)
 
 
 def test_match_width_hits_the_target_where_a_knob_exists():

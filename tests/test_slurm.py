@@ -49,7 +49,7 @@ def test_profile_requests_gpus_only_where_rules_use_them():
         for rule, body in re.findall(r"^rule (\w+):\n((?:[ \t]+.*\n|\n)*)", smk.read_text(), re.MULTILINE):
             if re.search(r"^\s+gpu=", body, re.MULTILINE):
                 gpu_rules.add(rule)
-    assert {"train", "behaviour", "states", "interventions"} <= gpu_rules
+    assert {"train", "evaluate", "interventions"} <= gpu_rules
     with_gpu = {rule for rule, res in profile["set-resources"].items() if "gpu" in res}
     assert with_gpu == gpu_rules
     assert all(profile["set-resources"][rule]["gpu"] == 0 for rule in gpu_rules)

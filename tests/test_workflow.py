@@ -17,7 +17,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-PER_RUN_RULES = {"train", "behaviour", "probe_states", "states", "probes", "interventions"}
+PER_RUN_RULES = {"train", "evaluate", "probes", "interventions"}
 
 pytestmark = pytest.mark.workflow
 
@@ -150,7 +150,7 @@ def test_probe_setting_reruns_probes_and_their_consumers_only(workdir):
     assert rules.count("probes") == 15
     # Interventions fit their own probes with the same settings, so they rerun too.
     assert rules.count("interventions") == 15
-    assert not {"train", "states", "probe_states", "behaviour"} & set(rules)
+    assert not {"train", "evaluate"} & set(rules)
     assert set(rules) == {
         "probes",
         "interventions",

@@ -6,13 +6,47 @@ from collections.abc import Mapping
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
-from statelayers import io
-from statelayers.data import to_arrays
 from statelayers.models import SequenceTagger, StateEdit
 
 
 @torch.no_grad()
+def predict(
+    model: SequenceTagger,
+    tokens: np.ndarray,
+    batch_size: int = 256,
+    edits: Mapping[int, StateEdit] | None = None,
+    keep_states: int = 0,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Predicted labels ``(n, length)`` of ``model`` on int array ``tokens``, optionally
+    with layer ``edits`` (see :meth:`SequenceTagger.forward`).
+
+    With ``keep_states > 0`` the same pass also returns the hidden states
+    ``(layers, keep_states, length, d_model)`` (float32) of the first ``keep_states``
+    sequences, so behaviour and states of one data file cost one forward pass.
+    """
+    model.eval()
+    device = next(model.parameters()).device
+    predicted, states = [], []
+    for start in tqdm(range(0, len(tokens), batch_size), desc="forward", mininterval=10, disable=len(tokens) <= batch_size):
+        x = torch.as_tensor(tokens[start : start + batch_size], device=device)
+        keep = min(len(x), max(keep_states - start, 0))
+        if keep:
+            logits, layers = model(x, edits=edits, return_states=True)
+            states.append(torch.stack(layers)[:, :keep].float().cpu().numpy())
+        else:
+            logits = model(x, edits=edits)
+        predicted.append(logits.argmax(-1).cpu().numpy())
+    return np.concatenate(predicted), (np.concatenate(states, axis=1) if states else None)
+
+
+def scores(predicted: np.ndarray, labels: np.ndarray) -> tuple[float, float]:
+    """(token accuracy, whole-sequence accuracy) of predictions ``(n, length)``."""
+    hit = predicted == labels
+    return float(hit.mean()), float(hit.all(axis=1).mean())
+
+
 def accuracy(
     model: SequenceTagger,
     tokens: np.ndarray,
@@ -20,32 +54,15 @@ def accuracy(
     batch_size: int = 256,
     edits: Mapping[int, StateEdit] | None = None,
 ) -> tuple[float, float]:
-    """(token accuracy, whole-sequence accuracy) of ``model`` on int arrays ``(n, length)``,
-    optionally with layer ``edits`` (see :meth:`SequenceTagger.forward`)."""
-    model.eval()
-    device = next(model.parameters()).device
-    correct_tokens = correct_sequences = 0
-    for start in range(0, len(tokens), batch_size):
-        x = torch.as_tensor(tokens[start : start + batch_size], device=device)
-        y = torch.as_tensor(labels[start : start + batch_size], device=device)
-        hit = model(x, edits=edits).argmax(-1) == y
-        correct_tokens += hit.sum().item()
-        correct_sequences += hit.all(dim=1).sum().item()
-    return correct_tokens / labels.size, correct_sequences / len(labels)
+    """(token accuracy, whole-sequence accuracy) of ``model`` on ``tokens`` against ``labels``."""
+    return scores(predict(model, tokens, batch_size, edits)[0], labels)
 
 
-def behaviour(model: SequenceTagger, test_files: Mapping[int, str]) -> list[dict]:
-    """One row per evaluation length from the test data files keyed by length."""
-    rows = []
-    for length, path in sorted(test_files.items()):
-        data = to_arrays(io.read_parquet(path))
-        token_accuracy, sequence_accuracy = accuracy(model, data["tokens"], data["labels"])
-        rows.append(
-            {
-                "eval_length": length,
-                "token_accuracy": token_accuracy,
-                "sequence_accuracy": sequence_accuracy,
-                "n_sequences": len(data["tokens"]),
-            }
-        )
-    return rows
+def behaviour_row(length: int, predicted: np.ndarray, labels: np.ndarray) -> dict:
+    token_accuracy, sequence_accuracy = scores(predicted, labels)
+    return {
+        "eval_length": length,
+        "token_accuracy": token_accuracy,
+        "sequence_accuracy": sequence_accuracy,
+        "n_sequences": len(labels),
+    }

@@ -42,6 +42,7 @@ import pandas as pd
 import torch
 from sklearn.decomposition import PCA
 
+from statelayers.models import SequenceTagger, StateEdit
 from statelayers.probes import ProbeConfig, fit_probe, sequence_split
 
 log = logging.getLogger(__name__)
@@ -168,8 +169,30 @@ def erasures(
             yield projection("random", random_subspace(d, rank, rng), k=rank, draw=draw)
 
 
+def edited_accuracy(
+    model: SequenceTagger,
+    data: dict[str, np.ndarray],
+    clean_states: np.ndarray,
+    layer: int,
+    edit: StateEdit,
+    batch_size: int = 256,
+) -> float:
+    """Token accuracy with ``edit`` applied at ``layer``, resuming each batch from the
+    layer's clean states ``(layers, n, length, d)``: the blocks before it never rerun."""
+    from statelayers.behaviour import predict, scores
+
+    device = next(model.parameters()).device
+    predicted = []
+    for start in range(0, len(data["tokens"]), batch_size):
+        state = torch.as_tensor(clean_states[layer, start : start + batch_size], device=device)
+        with model.resumed_at(layer, state):
+            tokens = data["tokens"][start : start + batch_size]
+            predicted.append(predict(model, tokens, batch_size, edits={layer: edit})[0])
+    return scores(np.concatenate(predicted), data["labels"])[0]
+
+
 def intervention_rows(
-    model,
+    model: SequenceTagger,
     probe_states: str,
     test_data: dict[int, dict[str, np.ndarray]],
     config: InterventionConfig,
@@ -181,22 +204,25 @@ def intervention_rows(
     ``test_data`` maps evaluation length to arrays with ``tokens`` and ``labels``. Each
     row also carries the accuracy of a probe re-fit on the erased probe-split states.
     """
-    from statelayers.behaviour import accuracy
+    from statelayers.behaviour import predict, scores
     from statelayers.states import read_layers
 
-    before = {length: accuracy(model, d["tokens"], d["labels"])[0] for length, d in test_data.items()}
+    before, clean = {}, {}
+    for length, data in test_data.items():
+        predicted, clean[length] = predict(model, data["tokens"], keep_states=len(data["tokens"]))
+        before[length] = scores(predicted, data["labels"])[0]
     rows = []
     start = time.perf_counter()
     for layer, columns in read_layers(probe_states):
         rows_fit = sequence_subsample(columns["seq_id"], config.fit_tokens, config.seed)
         X = columns["vector"][rows_fit].astype(np.float64)
         y, groups = columns["labels"][rows_fit], columns["seq_id"][rows_fit]
-        probe, scores = fit_probe(X, y, groups, probe_config)
+        probe, probe_scores = fit_probe(X, y, groups, probe_config)
         rng = np.random.default_rng([config.seed, run_seed, layer])  # own random controls per run and layer
         for erasure in erasures(X, y, groups, probe, config, probe_config, rng):
             _, refit = fit_probe(erasure.apply_numpy(X), y, groups, probe_config)
             for length, data in test_data.items():
-                after = accuracy(model, data["tokens"], data["labels"], edits={layer: erasure})[0]
+                after = edited_accuracy(model, data, clean[length], layer, erasure)
                 rows.append(
                     {
                         "layer": layer,
@@ -208,9 +234,9 @@ def intervention_rows(
                         "accuracy_before": before[length],
                         "accuracy_after": after,
                         "drop": before[length] - after,
-                        "probe_accuracy": scores["probe_accuracy"],
+                        "probe_accuracy": probe_scores["probe_accuracy"],
                         "refit_probe_accuracy": refit["probe_accuracy"],
-                        "majority_baseline": scores["majority_baseline"],
+                        "majority_baseline": probe_scores["majority_baseline"],
                     }
                 )
         log.info("layer %d done: %d rows so far (%.0fs)", layer, len(rows), time.perf_counter() - start)

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import math
 import pickle
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -134,6 +135,17 @@ class RecurrentStack(nn.Module):
         return h
 
 
+class Replay(nn.Module):
+    """Stands in for a block: returns ``output`` (or, without one, its input unchanged)."""
+
+    def __init__(self, output: torch.Tensor | None = None):
+        super().__init__()
+        self.output = output
+
+    def forward(self, hidden_states: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+        return hidden_states if self.output is None else self.output
+
+
 class SequenceTagger(nn.Module):
     """A backbone plus a linear per-token classification head."""
 
@@ -147,6 +159,26 @@ class SequenceTagger(nn.Module):
     def taps(self) -> list[nn.Module]:
         """Modules whose outputs are the layer states: embedding, then each block."""
         return [self.backbone.get_input_embeddings(), *self.backbone.layers]
+
+    @contextmanager
+    def resumed_at(self, tap: int, state: torch.Tensor) -> Iterator[None]:
+        """Within the context, forward passes skip every block before tap ``tap`` and
+        take ``state`` as that tap's output (its clean value for the tokens passed).
+
+        An edit at tap ``i`` leaves taps ``< i`` unchanged, so scoring many edits of one
+        tap needs only the blocks after it: the cost falls with the depth of the tap.
+        Edits and states at ``tap`` and later work as in a full pass; the states of
+        earlier taps are not computed. Tap 0 (the embedding) is cheap and not skipped.
+        """
+        layers = self.backbone.layers
+        skipped = {i: layers[i] for i in range(tap)}
+        try:
+            for i in range(tap):
+                layers[i] = Replay(state if i == tap - 1 else None)
+            yield
+        finally:
+            for i, block in skipped.items():
+                layers[i] = block
 
     def features(self, tokens: torch.Tensor) -> torch.Tensor:
         if isinstance(self.backbone, RecurrentStack):

@@ -21,31 +21,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import torch
-from tqdm import tqdm
 
 from statelayers import io
-from statelayers.models import SequenceTagger
+
+if TYPE_CHECKING:  # reading states (the probe jobs) needs no torch
+    from statelayers.models import SequenceTagger
 
 TARGET_COLUMNS = ("labels", "depth")
 
 
-@torch.no_grad()
-def layer_states(model: SequenceTagger, tokens: np.ndarray, batch_size: int = 128) -> np.ndarray:
+def layer_states(model: SequenceTagger, tokens: np.ndarray, batch_size: int = 256) -> np.ndarray:
     """Hidden states ``(layers, n, length, d_model)`` as float32."""
-    model.eval()
-    device = next(model.parameters()).device
-    chunks = []
-    for start in tqdm(range(0, len(tokens), batch_size), desc="states", mininterval=5):
-        _, states = model(
-            torch.as_tensor(tokens[start : start + batch_size], device=device), return_states=True
-        )
-        chunks.append(torch.stack(states).float().cpu().numpy())
-    return np.concatenate(chunks, axis=1)
+    from statelayers.behaviour import predict
+
+    return predict(model, tokens, batch_size, keep_states=len(tokens))[1]
 
 
 def states_table(states: np.ndarray, data: dict[str, np.ndarray]) -> pa.Table:
@@ -67,6 +61,11 @@ def states_table(states: np.ndarray, data: dict[str, np.ndarray]) -> pa.Table:
 
 def write_states(model: SequenceTagger, data: dict[str, np.ndarray], path: str | Path) -> None:
     io.write_parquet(states_table(layer_states(model, data["tokens"]), data), path)
+
+
+def head(data: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
+    """The first ``n`` sequences of the arrays of a data file."""
+    return {name: values[:n] for name, values in data.items()}
 
 
 def read_layers(path: str | Path) -> Iterator[tuple[int, dict[str, np.ndarray]]]:

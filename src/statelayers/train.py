@@ -1,7 +1,10 @@
 """One training loop for every architecture: cross-entropy over all positions, AdamW.
 
-The learning rate warms up linearly and decays with a cosine (transformers'
-scheduler). Batches are drawn with replacement from the training split by a torch
+The learning rate warms up linearly, stays constant, and decays with a cosine to zero
+over the last ``decay_fraction`` of the steps (warmup-stable-decay, transformers'
+``get_wsd_schedule``; ``decay_fraction = 1 - warmup_fraction`` is the usual cosine).
+A long constant phase matters for tasks that are learned in a sudden transition,
+such as S3: a cosine that starts decaying at once can end training before it. Batches are drawn with replacement from the training split by a torch
 generator seeded from the run's seed, so a run is reproducible given its inputs.
 
 Resuming: every ``resume_every`` seconds the loop saves everything it depends on
@@ -26,7 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from transformers import get_cosine_schedule_with_warmup
+from transformers import get_wsd_schedule
 
 from statelayers import io
 from statelayers.behaviour import accuracy
@@ -44,6 +47,7 @@ class TrainConfig:
     lr: float = 1e-3
     weight_decay: float = 0.01
     warmup_fraction: float = 0.05
+    decay_fraction: float = 0.2
     grad_clip: float = 1.0
     eval_every: int = 100
     log_every: int = 25
@@ -111,9 +115,9 @@ def train(
     tokens = torch.as_tensor(train_data[0])
     labels = torch.as_tensor(train_data[1])
     optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr)
-    schedule = get_cosine_schedule_with_warmup(
-        optimizer, int(config.warmup_fraction * config.steps), config.steps
-    )
+    warmup = int(config.warmup_fraction * config.steps)
+    decay = min(int(config.decay_fraction * config.steps), config.steps - warmup)
+    schedule = get_wsd_schedule(optimizer, warmup, decay, num_training_steps=config.steps)
     history: list[dict] = []
     running_loss = running_acc = elapsed = 0.0
     first_step = 1

@@ -35,6 +35,7 @@ wildcard_constraints:
 RUN = "{arch}/{task}/seed{seed}"
 MODEL_DIR = f"results/models/{RUN}"
 STATES_DIR = f"results/states/{RUN}"
+PROBE_STATES = f"{STATES_DIR}/probe_L{TRAIN_LENGTH}.parquet"
 
 
 def task_params(task):
@@ -100,6 +101,13 @@ def gpu_jobs():
         device == "cuda"
         or (device == "auto" and shutil.which("nvidia-smi") is not None)
     )
+
+
+def test_state_files():
+    """The test-state files of a run, named ``L<length>`` like the test data."""
+    return {
+        f"L{length}": f"{STATES_DIR}/test_L{length}.parquet" for length in EVAL_LENGTHS
+    }
 
 
 def model_files(wildcards=None):

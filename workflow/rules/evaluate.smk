@@ -1,13 +1,16 @@
-rule behaviour:
+rule evaluate:
     input:
         unpack(model_files),
         unpack(test_data(EVAL_LENGTHS)),
+        probe=data_file("probe", TRAIN_LENGTH),
     output:
-        f"results/behaviour/{RUN}.csv",
+        **test_state_files(),
+        behaviour=f"results/behaviour/{RUN}.csv",
+        probe_states=PROBE_STATES,
     log:
-        f"results/logs/behaviour/{RUN}.log",
+        f"results/logs/evaluate/{RUN}.log",
     benchmark:
-        f"results/benchmarks/behaviour/{RUN}.tsv"
+        f"results/benchmarks/evaluate/{RUN}.tsv"
     retries: config["retries"]
     conda:
         CONDA_ENV
@@ -15,59 +18,8 @@ rule behaviour:
     resources:
         gpu=gpu_jobs(),
     params:
+        test_sequences=config["states"]["test_sequences"],
         device=config["training"]["device"],
         mamba_scan=mamba_scan,
     script:
-        "../scripts/behaviour.py"
-
-
-rule probe_states:
-    input:
-        unpack(model_files),
-        data=data_file("probe", TRAIN_LENGTH),
-    output:
-        f"{STATES_DIR}/probe_L{TRAIN_LENGTH}.parquet",
-    log:
-        f"results/logs/probe_states/{RUN}.log",
-    benchmark:
-        f"results/benchmarks/probe_states/{RUN}.tsv"
-    retries: config["retries"]
-    conda:
-        CONDA_ENV
-    threads: config["training"]["threads"]
-    resources:
-        gpu=gpu_jobs(),
-    params:
-        sequences=config["data"]["probe"],
-        device=config["training"]["device"],
-        mamba_scan=mamba_scan,
-    script:
-        "../scripts/states.py"
-
-
-rule states:
-    input:
-        unpack(model_files),
-        unpack(test_data(EVAL_LENGTHS)),
-    output:
-        tests=expand(
-            f"{STATES_DIR}/test_L{{length}}.parquet",
-            length=EVAL_LENGTHS,
-            allow_missing=True,
-        ),
-    log:
-        f"results/logs/states/{RUN}.log",
-    benchmark:
-        f"results/benchmarks/states/{RUN}.tsv"
-    retries: config["retries"]
-    conda:
-        CONDA_ENV
-    threads: config["training"]["threads"]
-    resources:
-        gpu=gpu_jobs(),
-    params:
-        sequences=config["states"]["test_sequences"],
-        device=config["training"]["device"],
-        mamba_scan=mamba_scan,
-    script:
-        "../scripts/states.py"
+        "../scripts/evaluate.py"

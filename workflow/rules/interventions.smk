@@ -6,7 +6,7 @@ rule interventions:
     input:
         unpack(model_files),
         unpack(test_data(config["interventions"]["eval_lengths"])),
-        probe=rules.probe_states.output[0],
+        probe=PROBE_STATES,
     output:
         f"results/ablations/{RUN}.csv",
     log:

@@ -1,7 +1,7 @@
 rule probes:
     input:
-        probe=rules.probe_states.output[0],
-        tests=rules.states.output.tests,
+        **test_state_files(),
+        probe=PROBE_STATES,
     output:
         f"results/probes/{RUN}.csv",
     log:
@@ -15,6 +15,5 @@ rule probes:
     params:
         probe=config["probes"],
         fit_length=TRAIN_LENGTH,
-        eval_lengths=EVAL_LENGTHS,
     script:
         "../scripts/probes.py"

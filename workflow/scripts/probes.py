@@ -4,10 +4,10 @@ from statelayers import io, runtime
 from statelayers.probes import ProbeConfig, probe_layers
 
 sm = snakemake  # noqa: F821
-runtime.start(sm.log[0], sm.threads)
+runtime.start(sm.log[0])  # no torch here; scikit-learn's BLAS threads come from Snakemake's env
 rows = probe_layers(
     sm.input.probe,
-    dict(zip(sm.params.eval_lengths, sm.input.tests, strict=True)),
+    runtime.length_inputs(sm.input),
     fit_length=sm.params.fit_length,
     config=ProbeConfig(**sm.params.probe),
 )

@@ -1,0 +1,20 @@
+"""Behaviour at every evaluation length and every layer's states of one trained run."""
+
+from pathlib import Path
+
+from statelayers import io, runtime
+from statelayers.evaluation import evaluate_run
+from statelayers.models import load_model
+
+sm = snakemake  # noqa: F821
+runtime.start(sm.log[0], sm.threads)
+model = load_model(Path(sm.input.weights).parent, sm.params.mamba_scan, sm.params.device)
+rows = evaluate_run(
+    model,
+    probe_file=sm.input.probe,
+    probe_states=sm.output.probe_states,
+    test_files=runtime.length_inputs(sm.input),
+    test_states=runtime.length_inputs(sm.output),
+    test_sequences=sm.params.test_sequences,
+)
+io.write_csv(io.keyed_frame(rows, runtime.run_key(sm.wildcards)), sm.output.behaviour)
