@@ -5,10 +5,11 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
+from statelayers import io
 from statelayers.data import make_split, to_arrays
 from statelayers.models import ModelSpec, build_model
-from statelayers.probes import ProbeConfig, fit_probe, probe_layers, sequence_split
-from statelayers.states import layer_states, read_layers, write_states
+from statelayers.probes import ProbeConfig, control_labels, fit_probe, probe_layers, sequence_split
+from statelayers.states import layer_states, read_layers, states_table, write_states
 
 
 def synthetic(n_seq=60, length=20, d=8, classes=3, separable=True, seed=0):
@@ -88,3 +89,29 @@ def test_embedding_layer_probe_reads_the_current_token(tmp_path):
     rows = probe_layers(str(tmp_path / "s.parquet"), {}, fit_length=10, config=ProbeConfig())
     assert rows[0]["layer"] == 0 and rows[0]["probe_accuracy"] == 1.0
     torch.manual_seed(0)
+
+
+def test_control_task_gives_each_token_type_one_label_from_the_label_distribution():
+    y = np.array([0] * 900 + [1] * 100)
+    control = control_labels(2000, y, seed=3)
+    np.testing.assert_array_equal(control, control_labels(2000, y, seed=3))
+    assert set(control) <= {0, 1}
+    assert 0.85 < np.mean(control == 0) < 0.95  # drawn from the 90/10 label distribution
+
+
+def test_selectivity_separates_token_identity_from_the_target(tmp_path):
+    """Layer 0 holds only the current token, layer 1 only the (token-independent) label:
+    the control task is solved at layer 0 and not at layer 1, so only layer 1 is selective."""
+    rng = np.random.default_rng(0)
+    n, length, d, types = 60, 20, 12, 6
+    tokens, labels = rng.integers(0, types, (n, length)), rng.integers(0, 3, (n, length))
+    token_code, label_code = rng.normal(size=(types, d)) * 3, rng.normal(size=(3, d)) * 3
+    noise = rng.normal(size=(2, n, length, d))
+    states = np.stack([token_code[tokens], label_code[labels]]) + noise
+    data = {"seq_id": np.arange(n), "tokens": tokens, "labels": labels}
+    io.write_parquet(states_table(states.astype(np.float32), data), tmp_path / "s.parquet")
+    rows = probe_layers(str(tmp_path / "s.parquet"), {}, fit_length=length, config=ProbeConfig())
+    token_layer, label_layer = rows
+    assert token_layer["control_accuracy"] > 0.95 and token_layer["selectivity"] < 0.1
+    assert label_layer["probe_accuracy"] > 0.95 and label_layer["control_accuracy"] < 0.75
+    assert label_layer["selectivity"] > 0.3

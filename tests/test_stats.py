@@ -57,6 +57,19 @@ def test_profile_shapes_tell_a_jump_from_a_gradual_rise():
     assert shapes.loc["mamba", "best_block_accuracy"] == 1.0
 
 
+def test_profile_shapes_on_selectivity():
+    """Accuracy saturates at block 1 but only block 4 beats the control task: the
+    selectivity profile is late-concentrated where the accuracy profile is flat."""
+    rows = probe_rows("gru", "dyck", 0, [0.5, 1.0, 1.0, 1.0, 1.0])
+    for row, control in zip(rows, [0.5, 1.0, 1.0, 0.9, 0.4]):
+        row["selectivity"] = row["probe_accuracy"] - control
+    shapes = profile_shapes(pd.DataFrame(rows)).iloc[0]
+    assert shapes["first_layer_95"] == 1 and shapes["selectivity_first_layer_95"] == 4
+    assert math.isclose(shapes["selectivity_late_concentration"], 0.6 - 0.1 / 3)
+    blind = pd.DataFrame(probe_rows("gru", "dyck", 0, [0.5] * 5)).assign(selectivity=0.0)
+    assert math.isnan(profile_shapes(blind).iloc[0]["selectivity_first_layer_95"])
+
+
 def test_summarize_is_per_key_and_metric():
     frame = pd.DataFrame({"arch": ["a", "a", "b"], "seed": [0, 1, 0], "x": [1.0, 3.0, 5.0]})
     table = summarize(frame, ["arch"], ["x"]).set_index("arch")

@@ -265,7 +265,11 @@ def test_same_config_and_seed_give_identical_tables(workdir, tmp_path):
         first = pd.read_csv(workdir / "results" / "tables" / f"{table}.csv")
         second = pd.read_csv(root / "results" / "tables" / f"{table}.csv")
         first = first[first["arch"].isin(["gru", "mamba"]) & (first["task"] == "dyck")]
-        order = [c for c in ("arch", "seed", "layer", "target", "split", "method", "k", "draw", "eval_length") if c in first]
+        order = [
+            c
+            for c in ("arch", "seed", "layer", "target", "split", "method", "k", "draw", "eval_length")
+            if c in first
+        ]
         pd.testing.assert_frame_equal(
             first.sort_values(order).reset_index(drop=True), second.sort_values(order).reset_index(drop=True)
         )

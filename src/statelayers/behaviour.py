@@ -29,7 +29,9 @@ def predict(
     model.eval()
     device = next(model.parameters()).device
     predicted, states = [], []
-    for start in tqdm(range(0, len(tokens), batch_size), desc="forward", mininterval=10, disable=len(tokens) <= batch_size):
+    for start in tqdm(
+        range(0, len(tokens), batch_size), desc="forward", mininterval=10, disable=len(tokens) <= batch_size
+    ):
         x = torch.as_tensor(tokens[start : start + batch_size], device=device)
         keep = min(len(x), max(keep_states - start, 0))
         if keep:

@@ -56,22 +56,33 @@ def _save(fig: plt.Figure, paths: list[str | Path]) -> None:
 
 
 def probe_profiles(probes: pd.DataFrame, fit_length: int, paths: list[str | Path]) -> None:
-    """Probe accuracy by layer for the training label: one panel per task, a line per architecture."""
+    """Probe accuracy by layer for the training label: one panel per task, a line per
+    architecture; below it, when the table has it, the selectivity over the control task."""
     frame = probes[(probes["target"] == "labels") & (probes["split"] == "probe")]
     tasks = _ordered(frame["task"], TASK_TITLE)
-    fig, axes = plt.subplots(1, len(tasks), figsize=(3.4 * len(tasks), 3.2), sharey=True, squeeze=False)
-    for ax, task in zip(axes[0], tasks):
-        sub = frame[frame["task"] == task]
-        _seed_lines(ax, sub, "layer", "probe_accuracy")
-        ax.axhline(sub["majority_baseline"].mean(), color="0.5", ls="--", lw=1, label="majority")
-        _layer_axis(ax, sorted(sub["layer"].unique()))
-        ax.set_title(TASK_TITLE.get(task, task))
-        ax.grid(alpha=0.3)
+    metrics = ["probe_accuracy", *(["selectivity"] if "selectivity" in frame else [])]
+    fig, axes = plt.subplots(
+        len(metrics), len(tasks), figsize=(3.4 * len(tasks), 3.2 * len(metrics)), sharey="row", squeeze=False
+    )
+    for row, metric in zip(axes, metrics):
+        for ax, task in zip(row, tasks):
+            sub = frame[frame["task"] == task]
+            _seed_lines(ax, sub, "layer", metric)
+            if metric == "probe_accuracy":
+                ax.axhline(sub["majority_baseline"].mean(), color="0.5", ls="--", lw=1, label="majority")
+                ax.set_title(TASK_TITLE.get(task, task))
+            else:
+                ax.axhline(0, color="0.5", ls="--", lw=1)
+            _layer_axis(ax, sorted(sub["layer"].unique()))
+            ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("probe accuracy (held-out sequences)")
+    if len(metrics) > 1:
+        axes[1][0].set_ylabel("selectivity (accuracy - control task)")
     axes[0][-1].legend(fontsize=8, loc="lower right")
     n_seeds = frame.groupby(["arch", "task"])["seed"].nunique().min()
     fig.suptitle(
-        f"Linear probe accuracy by layer (L = {fit_length}, {n_seeds} seeds, band = seed range)", fontsize=10
+        f"Linear probe accuracy by layer (L = {fit_length}, {n_seeds} seed{'s' * (n_seeds != 1)}, band = seed range)",
+        fontsize=10,
     )
     fig.tight_layout()
     _save(fig, paths)

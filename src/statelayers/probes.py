@@ -4,6 +4,14 @@ A probe is scikit-learn's multinomial logistic regression on standardised states
 Train and test tokens are split by sequence (``GroupShuffleSplit``), so no sequence
 contributes to both. The majority baseline is the test accuracy of always predicting
 the most frequent training label.
+
+Selectivity (Hewitt and Liang, 2019): a control task gives every token type a fixed
+label drawn from the target's label distribution, so it can only be solved by reading
+the current token. The same probe is fit on it, and ``selectivity = probe_accuracy -
+control_accuracy``: how much more a layer tells about the target than a probe could
+memorise from token identity. With the formal tasks' 2-6 token types the control task
+is easy wherever the current token is decodable, so selectivity is low in layers that
+mostly carry the token.
 """
 
 from __future__ import annotations
@@ -62,6 +70,14 @@ def fit_probe(
     }
 
 
+def control_labels(n_types: int, y: np.ndarray, seed: int) -> np.ndarray:
+    """Hewitt-Liang control task: the label of each token id ``0..n_types-1``, drawn once
+    from the empirical distribution of ``y`` (seeded: every layer of a run shares it).
+    Index it with tokens to relabel them."""
+    values, counts = np.unique(y, return_counts=True)
+    return np.random.default_rng(seed).choice(values, size=n_types, p=counts / counts.sum())
+
+
 def token_baseline(tokens: np.ndarray, y: np.ndarray, train: np.ndarray) -> dict[int, int]:
     """Majority label of each input token on the training part: what the current token alone predicts.
 
@@ -85,37 +101,50 @@ def probe_layers(
     """Fit a probe per (layer, target) on ``probe_states``; score it on held-out probe
     sequences (``split="probe"``) and, unchanged, on the states of each test length
     (``split="test"``: the probe's readout at lengths it was not fit on). Every row also
-    carries the majority-class and the current-token baselines.
+    carries the majority-class and the current-token baselines and the control-task
+    accuracy and selectivity of the same probe.
     """
     from statelayers.states import TARGET_COLUMNS, read_layers
 
     tests = {length: dict(read_layers(path)) for length, path in test_states.items()}
+    n_types = 1 + max(int(layers[0]["token"].max()) for layers in tests.values()) if tests else 0
     rows = []
     for layer, columns in read_layers(probe_states):
         train, test = sequence_split(columns["seq_id"], config)
+        tokens = columns["token"].astype(np.int64)
+        n_types = max(n_types, 1 + int(tokens.max()))
         for target in (t for t in TARGET_COLUMNS if t in columns):
-            probe, scores = fit_probe(columns["vector"], columns[target], columns["seq_id"], config)
-            by_token = token_baseline(columns["token"], columns[target], train)
-            scores["token_baseline"] = token_baseline_accuracy(
-                by_token, columns["token"][test], columns[target][test]
+            y = columns[target]
+            probe, scores = fit_probe(columns["vector"], y, columns["seq_id"], config)
+            control = control_labels(n_types, y, config.seed)
+            control_probe, control_scores = fit_probe(
+                columns["vector"], control[tokens], columns["seq_id"], config
             )
+            by_token = token_baseline(tokens, y, train)
+            scores["token_baseline"] = token_baseline_accuracy(by_token, tokens[test], y[test])
+            scores["control_accuracy"] = control_scores["probe_accuracy"]
+            scores["selectivity"] = scores["probe_accuracy"] - scores["control_accuracy"]
             rows.append(
                 {"layer": layer, "target": target, "split": "probe", "eval_length": fit_length, **scores}
             )
             for length, layers in tests.items():
-                X, y, tokens = layers[layer]["vector"], layers[layer][target], layers[layer]["token"]
+                X, y_test, tokens_test = (layers[layer][c] for c in ("vector", target, "token"))
+                accuracy = float(probe.score(X, y_test))
+                control_accuracy = float(control_probe.score(X, control[tokens_test.astype(np.int64)]))
                 rows.append(
                     {
                         "layer": layer,
                         "target": target,
                         "split": "test",
                         "eval_length": length,
-                        "probe_accuracy": float(probe.score(X, y)),
+                        "probe_accuracy": accuracy,
                         "train_accuracy": scores["train_accuracy"],
-                        "majority_baseline": float(np.mean(y == probe.majority_class_)),
-                        "token_baseline": token_baseline_accuracy(by_token, tokens, y),
+                        "majority_baseline": float(np.mean(y_test == probe.majority_class_)),
+                        "token_baseline": token_baseline_accuracy(by_token, tokens_test, y_test),
+                        "control_accuracy": control_accuracy,
+                        "selectivity": accuracy - control_accuracy,
                         "n_train": scores["n_train"],
-                        "n_test": len(y),
+                        "n_test": len(y_test),
                     }
                 )
     return rows

@@ -76,25 +76,34 @@ def summarize(
 
 
 def profile_shapes(probes: pd.DataFrame) -> pd.DataFrame:
-    """Per (arch, task, seed, target): first_layer_95, late_concentration, best and last block accuracy."""
+    """Per (arch, task, seed, target), over the blocks (layers >= 1) at the fit length:
+
+    - ``first_layer_95``: the first block whose probe accuracy reaches 95 % of the best block's;
+    - ``late_concentration``: last block's accuracy minus the mean of the earlier blocks;
+    - ``best_block_accuracy``, ``last_block_accuracy``;
+    - the same two shapes on selectivity (``selectivity_first_layer_95``, NaN when no
+      block is selective, and ``selectivity_late_concentration``).
+    """
     blocks = probes[(probes["split"] == "probe") & (probes["layer"] >= 1)]
     rows = []
     for (arch, task, seed, target), run in blocks.groupby(["arch", "task", "seed", "target"]):
-        accuracy = run.set_index("layer")["probe_accuracy"].sort_index()
-        best = accuracy.max()
-        rows.append(
-            {
-                "arch": arch,
-                "task": task,
-                "seed": seed,
-                "target": target,
-                "first_layer_95": int(accuracy.index[np.argmax(accuracy.to_numpy() >= 0.95 * best)]),
-                "late_concentration": float(accuracy.iloc[-1] - accuracy.iloc[:-1].mean()),
-                "best_block_accuracy": float(best),
-                "last_block_accuracy": float(accuracy.iloc[-1]),
-            }
-        )
+        run = run.set_index("layer").sort_index()
+        accuracy = run["probe_accuracy"]
+        row = {"arch": arch, "task": task, "seed": seed, "target": target, **_shape(accuracy)}
+        row |= {"best_block_accuracy": float(accuracy.max()), "last_block_accuracy": float(accuracy.iloc[-1])}
+        if "selectivity" in run:
+            row |= {f"selectivity_{name}": value for name, value in _shape(run["selectivity"]).items()}
+        rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _shape(by_layer: pd.Series) -> dict[str, float]:
+    best = by_layer.max()
+    reached = by_layer.to_numpy() >= 0.95 * best
+    return {
+        "first_layer_95": int(by_layer.index[np.argmax(reached)]) if best > 0 else float("nan"),
+        "late_concentration": float(by_layer.iloc[-1] - by_layer.iloc[:-1].mean()),
+    }
 
 
 def summary_tables(
@@ -109,13 +118,13 @@ def summary_tables(
         "probes": summarize(
             probes,
             ["arch", "task", "target", "split", "eval_length", "layer"],
-            ["probe_accuracy", "majority_baseline"],
+            [c for c in ("probe_accuracy", "majority_baseline", "selectivity") if c in probes],
             config,
         ),
         "profile_shapes": summarize(
             shapes,
             ["arch", "task", "target"],
-            ["first_layer_95", "late_concentration", "best_block_accuracy", "last_block_accuracy"],
+            [c for c in shapes.columns if c not in ("arch", "task", "seed", "target")],
             config,
         ),
     }
