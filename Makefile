@@ -24,6 +24,10 @@ run: env
 test: env
 	$(BIN)/python -m pytest -q
 
+# Rewrite README.md's results section from the last complete run in this directory.
+readme-results: env
+	$(BIN)/python tools/readme_results.py README.md
+
 # The workflow through profiles/slurm on a real single-node Slurm (root; installs
 # Debian's slurm packages if missing; several minutes). See docs/slurm.md.
 test-slurm: env

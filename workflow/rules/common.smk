@@ -155,7 +155,7 @@ def run_scale():
     """One line that says at what scale this run measured, for the claims."""
     training, data, model = config["training"], config["data"], config["model"]
     return (
-        f"{len(SEEDS)} seeds; {len(ARCHS)} architectures x {len(TASKS)} tasks; "
+        f"{len(SEEDS)} seed{'s' * (len(SEEDS) != 1)}; {len(ARCHS)} architectures x {len(TASKS)} tasks; "
         f"{model['n_layers']} layers, d_model {model['d_model']}, ~{model['target_params']} parameters; "
         f"{training['steps']} steps x batch {training['batch_size']} at L {TRAIN_LENGTH} "
         f"from {data['train']} training sequences; eval lengths {EVAL_LENGTHS}"

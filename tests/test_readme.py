@@ -1,0 +1,55 @@
+"""The README results section is generated from run files and replaces only itself."""
+
+import pandas as pd
+import pytest
+
+from statelayers.readme import END, START, behaviour_markdown, complete_run, replace_section, results_section
+
+
+def summary():
+    rows = []
+    for arch, accuracy in (("lstm", 1.0), ("transformer", 0.5)):
+        for length in (40, 120):
+            rows.append(
+                {
+                    "arch": arch,
+                    "task": "parity",
+                    "eval_length": length,
+                    "metric": "token_accuracy",
+                    "mean": accuracy,
+                    "ci_low": accuracy - 0.01,
+                    "ci_high": accuracy + 0.01,
+                    "n_seeds": 2,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def test_behaviour_table_has_a_row_per_task_and_arch_and_a_column_per_length():
+    table = behaviour_markdown(summary()).splitlines()
+    assert table[0] == "| task | architecture | L = 40 | L = 120 |"
+    assert table[2] == "| parity | LSTM | 1.000 [0.990, 1.010] | 1.000 [0.990, 1.010] |"
+    assert len(table) == 4
+
+
+def test_section_replaces_only_the_marked_block():
+    claims = pd.DataFrame(
+        [{"finding": 1, "verdict": "not reproduced", "reason": "CI below the bound", "scale": "2 seeds"}]
+    )
+    section = results_section(claims, summary(), date="2026-11-30", run_time="87 jobs")
+    readme = f"# Title\n\nintro\n{START}\nold numbers\n{END}\n## Next\n"
+    updated = replace_section(readme, section)
+    assert updated.startswith("# Title\n\nintro\n") and updated.endswith("\n## Next\n")
+    assert "old numbers" not in updated and "| 1 | **not reproduced** | CI below the bound |" in updated
+    assert "2026-11-30" in updated and "2 seeds" in updated
+    assert replace_section(updated, section) == updated  # idempotent
+    with pytest.raises(ValueError):
+        replace_section("no markers", section)
+
+
+def test_complete_run_reads_jobs_and_elapsed_time_of_finished_logs_only():
+    finished = (
+        "1 of 3 steps (33%) done\n3 of 3 steps (100%) done\nComplete log(s): x\nElapsed time: 0:41:07.5\n"
+    )
+    assert complete_run(finished) == (3, "0:41:07")
+    assert complete_run("1 of 3 steps (33%) done\nError in rule train:\n") is None
