@@ -164,3 +164,49 @@ def test_missing_architecture_or_stage_is_named():
     reasons = dict(zip(claims["finding"], claims["reason"]))
     assert found[1] == "inconclusive" and "gru" in reasons[1]
     assert "interventions stage did not run" in reasons[5]
+
+
+def conv1d_rows(lost_pp):
+    """The Conv1D table for Mamba and its twin; ``lost_pp[task]`` = accuracy lost without Conv1D."""
+    rows = []
+    for task in ("parity", "s3", "dyck"):
+        for seed in SEEDS:
+            conv = noisy(0.9, seed)
+            for variant, accuracy in (
+                ("conv", conv),
+                ("noconv_trained", conv - lost_pp[task] / 100 + noisy(0, seed + 9)),
+            ):
+                rows += [
+                    {
+                        "family": "mamba",
+                        "variant": variant,
+                        "task": task,
+                        "seed": seed,
+                        "eval_length": length,
+                        "token_accuracy": accuracy,
+                        "sequence_accuracy": 0.0,
+                    }
+                    for length in LENGTHS
+                ]
+    return pd.DataFrame(rows)
+
+
+def conv1d_verdict(lost_pp):
+    claims = check_claims(
+        behaviour_table(paper_accuracy),
+        probes_table(paper_profile),
+        None,
+        None,
+        "synthetic",
+        conv1d=None if lost_pp is None else conv1d_rows(lost_pp),
+    )
+    return claims.set_index("finding").loc[7]
+
+
+def test_conv1d_finding_follows_the_twin_comparison():
+    assert conv1d_verdict({"s3": 12.6, "parity": 6.8, "dyck": -4.0})["verdict"] == "reproduced"
+    # Conv1D helping nowhere, or helping Dyck most, contradicts the finding.
+    assert conv1d_verdict({"s3": -5.0, "parity": -5.0, "dyck": -5.0})["verdict"] == "not reproduced"
+    assert conv1d_verdict({"s3": 3.0, "parity": 6.8, "dyck": 15.0})["verdict"] == "not reproduced"
+    missing = conv1d_verdict(None)
+    assert missing["verdict"] == "inconclusive" and "mamba_noconv" in missing["reason"]

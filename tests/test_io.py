@@ -38,3 +38,15 @@ def test_truncated_checkpoint_names_the_file(tmp_path):
     weights.write_bytes(weights.read_bytes()[:100])
     with pytest.raises(io.CorruptInputError, match="model.pt"):
         load_model(tmp_path)
+
+
+def test_an_uncaught_error_reaches_the_job_log(tmp_path):
+    import subprocess
+    import sys
+
+    log = tmp_path / "job.log"
+    code = f"from statelayers import runtime; runtime.start({str(log)!r}); raise ValueError('corpus is empty')"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert "ValueError: corpus is empty" in log.read_text()
+    assert "corpus is empty" in result.stderr

@@ -85,8 +85,12 @@ def test_tables_are_complete_and_non_trivial(workdir):
     assert len(params) == 15 and (params["params"] > 1000).all()
 
     shapes = pd.read_csv(tables / "profile_shapes.csv")
-    assert set(shapes["metric"]) >= {"first_layer_95", "late_concentration"}
-    assert shapes.groupby(["arch", "task", "target"]).size().eq(4).all() and len(shapes) == 20 * 4
+    shape_metrics = {"first_layer_95", "late_concentration", "best_block_accuracy", "last_block_accuracy"}
+    shape_metrics |= {"selectivity_first_layer_95", "selectivity_late_concentration"}
+    assert set(shapes["metric"]) == shape_metrics
+    assert shapes.groupby(["arch", "task", "target"]).size().eq(6).all() and len(shapes) == 20 * 6
+    probes = pd.read_csv(tables / "probes.csv")
+    assert (probes["selectivity"] == probes["probe_accuracy"] - probes["control_accuracy"]).all()
     summary = pd.read_csv(tables / "behaviour_summary.csv")
     assert ((summary["ci_low"].isna()) | (summary["ci_low"] <= summary["mean"])).all()
 
@@ -114,7 +118,7 @@ def test_claims_check_gives_a_verdict_per_finding(workdir):
     assert set(claims["verdict"]) <= {"reproduced", "not reproduced", "inconclusive"}
     # One seed has no interval: the seed-level findings cannot be decided at the test scale.
     assert set(claims.loc[claims["finding"] <= 4, "verdict"]) == {"inconclusive"}
-    assert claims["scale"].str.contains("1 seeds").all()
+    assert claims["scale"].str.contains("1 seed;").all()
     assert "| 5 |" in (workdir / "results" / "claims.md").read_text()
 
 
@@ -290,3 +294,57 @@ def test_protected_checkpoints_are_write_protected(tmp_path):
         retrain = overlay(root, "lr.yaml", {"training": {"lr": 0.01}})
         result = snakemake(root, "--configfile", "config/test.yaml", str(protect), str(retrain), check=False)
         assert result.returncode != 0 and "Write-protected output files" in result.stdout + result.stderr
+
+
+def test_codedepth_runs_the_whole_chain_on_the_offline_default_corpus(tmp_path):
+    """No network and no corpus configuration: the standard library is the corpus."""
+    root = copy_workflow(tmp_path)
+    code = overlay(root, "code.yaml", {"architectures": ["gru", "transformer"], "tasks": ["codedepth"]})
+    snakemake(root, "--configfile", "config/test.yaml", str(code))
+    results = root / "results"
+    corpus = pd.read_parquet(results / "data" / "codedepth" / "corpus.parquet")
+    assert list(corpus.columns) == ["path", "source", "origin"] and len(corpus) == 80
+    statistics = pd.read_csv(results / "tables" / "codedepth_corpus.csv")
+    assert set(statistics["split"]) == {"train", "validation", "probe", "test"}
+    assert statistics["files"].sum() == 80 and statistics["tokens"].min() > 0
+    train = pd.read_parquet(results / "data" / "codedepth" / "train_L8.parquet")
+    assert {"path", "start"} <= set(train.columns)
+    assert not set(train["path"]) & set(pd.read_parquet(results / "data" / "codedepth" / "test_L12.parquet")["path"])
+    depths = pd.read_csv(results / "tables" / "codedepth_depths.csv")
+    assert depths.query("depth > 0")["fraction"].sum() > 0.1  # real nesting, not all depth 0
+    for table in ("behaviour", "probes", "ablations"):
+        frame = pd.read_csv(results / "tables" / f"{table}.csv")
+        assert set(frame["task"]) == {"codedepth"} and set(frame["arch"]) == {"gru", "transformer"}
+    assert (results / "figures" / "probe_profiles.png").stat().st_size > 10_000
+    assert (results / "claims.md").exists()
+
+
+def test_a_corpus_without_tokenizable_python_stops_at_the_corpus_job(tmp_path):
+    """CodeSearchNet-schema rows that are not Python: the first job fails and says why."""
+    root = copy_workflow(tmp_path)
+    rows = tmp_path / "not_python.jsonl"
+    rows.write_text(
+        '{"repository_name": "a/b", "func_path_in_repository": "m.py", "func_name": "f", '
+        '"whole_func_string": "func Main() { $ }", "language": "python"}\n'
+    )
+    corpus = {"source": "codesearchnet", "dataset": "json", "data_files": str(rows), "max_files": None}
+    bad = overlay(root, "bad_corpus.yaml", {"tasks": ["codedepth"], "corpus": corpus})
+    result = snakemake(root, "--configfile", "config/test.yaml", str(bad), check=False)
+    assert result.returncode != 0
+    assert "no tokenizable Python file" in (root / "results/logs/data/codedepth/corpus.log").read_text()
+    assert not (root / "results" / "models").exists()
+
+
+def test_conv1d_attribution_runs_when_the_twin_is_in_the_study(tmp_path):
+    root = copy_workflow(tmp_path)
+    twins = overlay(root, "twins.yaml", {"architectures": ["mamba", "mamba_noconv"]})
+    snakemake(root, "--configfile", "config/test.yaml", str(twins))
+    tables = root / "results" / "tables"
+    table = pd.read_csv(tables / "conv1d.csv")
+    assert set(table["variant"]) == {"conv", "noconv_trained", "noconv_inference"}
+    assert set(table["task"]) == {"parity", "s3", "dyck"}
+    summary = pd.read_csv(tables / "conv1d_summary.csv")
+    assert len(summary) == 6 and summary["difference_pp"].abs().sum() > 0  # 3 tasks x 2 ablations
+    assert (root / "results" / "figures" / "conv1d.png").stat().st_size > 10_000
+    claims = pd.read_csv(root / "results" / "claims.csv").set_index("finding")
+    assert "did not run" not in claims.loc[7, "reason"]

@@ -23,6 +23,8 @@ ARCH_STYLE = {
     "mamba2": ("Mamba-2", "#ff7f0e", "D"),
     "lstm": ("LSTM", "#2ca02c", "^"),
     "gru": ("GRU", "#9467bd", "v"),
+    "mamba_noconv": ("Mamba w/o Conv1D", "#e377c2", "P"),
+    "mamba2_noconv": ("Mamba-2 w/o Conv1D", "#bcbd22", "X"),
 }
 TASK_TITLE = {"parity": "Parity", "s3": "S3", "dyck": "Dyck", "codedepth": "Code-Depth"}
 
@@ -40,6 +42,10 @@ def _seed_lines(ax, frame: pd.DataFrame, x: str, y: str) -> None:
         ax.plot(stats.index, stats["mean"], marker=marker, color=color, label=label, lw=1.8, ms=5)
         ax.fill_between(stats.index, stats["min"], stats["max"], color=color, alpha=0.15, lw=0)
         ax.scatter(sub[x], sub[y], color=color, s=8, alpha=0.35, lw=0)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _layer_axis(ax, layers: list[int]) -> None:
@@ -81,7 +87,7 @@ def probe_profiles(probes: pd.DataFrame, fit_length: int, paths: list[str | Path
     axes[0][-1].legend(fontsize=8, loc="lower right")
     n_seeds = frame.groupby(["arch", "task"])["seed"].nunique().min()
     fig.suptitle(
-        f"Linear probe accuracy by layer (L = {fit_length}, {n_seeds} seed{'s' * (n_seeds != 1)}, band = seed range)",
+        f"Linear probe accuracy by layer (L = {fit_length}, {_count(n_seeds, 'seed')}, band = seed range)",
         fontsize=10,
     )
     fig.tight_layout()
@@ -195,5 +201,37 @@ def ablation_ood(ablations: pd.DataFrame, readability: pd.DataFrame, paths: list
     axes[0][0].set_ylabel("accuracy drop (probe directions,\nbest probe layer)")
     axes[0][-1].legend(fontsize=8)
     fig.suptitle("Erasures fit at the training length, applied unchanged at longer lengths", fontsize=10)
+    fig.tight_layout()
+    _save(fig, paths)
+
+
+def conv1d(summary: pd.DataFrame, paths: list[str | Path]) -> None:
+    """Accuracy change (pp) from an identity Conv1D: a panel per family, bars per task and ablation."""
+    families = _ordered(summary["family"], ARCHS)
+    variants = {
+        "noconv_trained": ("trained without Conv1D", "#d62728"),
+        "noconv_inference": ("removed at inference", "#7f7f7f"),
+    }
+    fig, axes = plt.subplots(1, len(families), figsize=(4.2 * len(families), 3.4), sharey=True, squeeze=False)
+    for ax, family in zip(axes[0], families):
+        sub = summary[summary["family"] == family]
+        tasks = _ordered(sub["task"], TASK_TITLE)
+        width = 0.8 / len(variants)
+        for i, (variant, (label, color)) in enumerate(variants.items()):
+            rows = sub[sub["variant"] == variant].set_index("task").reindex(tasks)
+            x = [j + (i - (len(variants) - 1) / 2) * width for j in range(len(tasks))]
+            error = [rows["difference_pp"] - rows["ci_low"], rows["ci_high"] - rows["difference_pp"]]
+            ax.bar(x, rows["difference_pp"], width, color=color, label=label, yerr=error, capsize=3)
+            for xi, (_, row) in zip(x, rows.iterrows()):
+                if row.get("significant") is True:
+                    ax.annotate("*", (xi, row["ci_high"]), ha="center", va="bottom")
+        ax.axhline(0, color="0.3", lw=0.8)
+        ax.set_xticks(range(len(tasks)), [TASK_TITLE.get(t, t) for t in tasks])
+        ax.set_title(ARCH_STYLE.get(family, (family,))[0])
+        ax.grid(alpha=0.3, axis="y")
+    axes[0][0].set_ylabel("token accuracy change (pp)")
+    axes[0][-1].legend(fontsize=8)
+    n_seeds = int(summary["n_seeds"].min())
+    fig.suptitle(f"Conv1D attribution ({_count(n_seeds, 'seed')}, whiskers = 95 % CI)", fontsize=10)
     fig.tight_layout()
     _save(fig, paths)

@@ -1,4 +1,4 @@
-"""Five sequence taggers behind one interface.
+"""Five sequence taggers (and Conv1D-ablated Mamba twins) behind one interface.
 
 Every model maps tokens ``(batch, length)`` to per-token logits and exposes the
 hidden state of every layer: index 0 is the embedding output, index ``i`` the
@@ -31,8 +31,8 @@ import torch
 from torch import nn
 
 from statelayers import io
+from statelayers.archs import ARCHS, NO_CONV, base_arch
 
-ARCHS = ("transformer", "mamba", "mamba2", "lstm", "gru")
 StateEdit = Callable[[torch.Tensor], torch.Tensor]
 
 
@@ -55,6 +55,30 @@ class ModelSpec:
             raise ValueError(f"unknown architecture {self.arch!r}; expected one of {ARCHS}")
 
 
+def conv_layers(model: nn.Module) -> list[nn.Conv1d]:
+    """Every Mamba / Mamba-2 mixer's depthwise causal Conv1D."""
+    return [module.conv1d for module in model.modules() if isinstance(getattr(module, "conv1d", None), nn.Conv1d)]
+
+
+@torch.no_grad()
+def make_conv_identity(model: nn.Module) -> int:
+    """Fix every mixer's Conv1D to the identity and freeze it; return how many.
+
+    The weights become a unit impulse at the last tap (the current position) and the
+    bias zero, so ``conv(x)_t = x_t`` on every execution path: the pure-PyTorch
+    mixers call the module, the CUDA kernels read ``conv1d.weight`` directly (where a
+    forward hook on the module would never fire). The SiLU after the convolution stays.
+    """
+    convs = conv_layers(model)
+    for conv in convs:
+        conv.weight.zero_()
+        conv.weight[:, :, -1] = 1.0
+        if conv.bias is not None:
+            conv.bias.zero_()
+        conv.requires_grad_(False)
+    return len(convs)
+
+
 def _hf_backbone(spec: ModelSpec) -> nn.Module:
     from transformers import (
         GPTNeoXConfig,
@@ -67,7 +91,8 @@ def _hf_backbone(spec: ModelSpec) -> nn.Module:
 
     opts = dict(spec.options)
     common = dict(vocab_size=spec.vocab_size, hidden_size=spec.d_model, num_hidden_layers=spec.n_layers)
-    if spec.arch == "transformer":
+    arch = base_arch(spec.arch)
+    if arch == "transformer":
         config = GPTNeoXConfig(
             **common,
             num_attention_heads=opts.pop("heads", 4),
@@ -79,7 +104,7 @@ def _hf_backbone(spec: ModelSpec) -> nn.Module:
             **opts,
         )
         return GPTNeoXModel(config)
-    if spec.arch == "mamba":
+    if arch == "mamba":
         inner = spec.width or 2 * spec.d_model
         config = MambaConfig(
             **common,
@@ -230,7 +255,7 @@ def match_width(spec: ModelSpec, target: int) -> ModelSpec:
     """Set ``spec.width`` to the knob value whose parameter count is nearest ``target``."""
     if spec.arch in ("lstm", "gru"):
         return spec
-    step = 1 if spec.arch == "mamba2" else 16
+    step = 1 if base_arch(spec.arch) == "mamba2" else 16
     at = {w: count_parameters(SequenceTagger(replace(spec, width=w))) for w in (step, 2 * step)}
     slope = at[2 * step] - at[step]
     ideal = step + (target - at[step]) / slope * step
@@ -257,11 +282,14 @@ def matched_spec(
 
 
 def build_model(spec: ModelSpec, mamba_scan: str | None = "fast") -> SequenceTagger:
-    if spec.arch == "mamba":
+    if base_arch(spec.arch) == "mamba":
         from statelayers.mamba_scan import use_scan
 
         use_scan(mamba_scan or "fast")
-    return SequenceTagger(spec)
+    model = SequenceTagger(spec)
+    if spec.arch in NO_CONV:
+        make_conv_identity(model)
+    return model
 
 
 def save_model(model: SequenceTagger, directory: str | Path, extra: Mapping | None = None) -> None:

@@ -7,7 +7,8 @@ import sys
 
 
 def start(log_path: str | None = None, threads: int | None = None) -> logging.Logger:
-    """Log to ``log_path`` (Snakemake's per-job log) and stderr; pin torch to ``threads``.
+    """Log to ``log_path`` (Snakemake's per-job log) and stderr, uncaught errors included;
+    pin torch to ``threads``.
 
     Snakemake exports OMP/MKL thread counts from the rule's ``threads``, but torch's
     intra-op pool is sized at import, so it is set here explicitly.
@@ -22,11 +23,18 @@ def start(log_path: str | None = None, threads: int | None = None) -> logging.Lo
         force=True,
     )
     logging.captureWarnings(True)
+    log = logging.getLogger("statelayers")
+
+    def log_uncaught(kind, error, traceback):
+        # Through both handlers: the job's log gets the error too, not only stderr.
+        log.critical("%s: %s", kind.__name__, error, exc_info=(kind, error, traceback))
+
+    sys.excepthook = log_uncaught
     if threads:
         import torch
 
         torch.set_num_threads(threads)
-    return logging.getLogger("statelayers")
+    return log
 
 
 def resolve_device(device: str):

@@ -36,7 +36,9 @@ from itertools import permutations
 import numpy as np
 import pandas as pd
 
-TASKS = ("parity", "s3", "dyck")
+TASKS = ("parity", "s3", "dyck", "codedepth")
+"""``codedepth`` (nesting depth of real Python code) lives in :mod:`statelayers.codedepth`:
+its sequences are cut from a corpus, not generated here."""
 
 S3_ELEMENTS: tuple[tuple[int, int, int], ...] = tuple(permutations(range(3)))
 """The six permutations of {0, 1, 2} in lexicographic order; token i is S3_ELEMENTS[i]."""
@@ -74,6 +76,11 @@ def task_spec(task: str, params: Mapping | None = None) -> TaskSpec:
     if task == "dyck":
         k = dict(params or {}).get("k", 2)
         return TaskSpec(vocab_size=2 * k, num_classes=k + 1, targets=("labels", "depth"))
+    if task == "codedepth":
+        from statelayers.codedepth import VOCAB
+
+        max_depth = dict(params or {}).get("max_depth", 10)
+        return TaskSpec(vocab_size=len(VOCAB), num_classes=max_depth + 1, targets=("labels",))
     raise ValueError(f"unknown task {task!r}; expected one of {TASKS}")
 
 
@@ -133,7 +140,7 @@ def generate(
     if length < 1 or n < 1:
         raise ValueError(f"need n >= 1 and length >= 1, got n={n}, length={length}")
     if task not in GENERATORS:
-        raise ValueError(f"unknown task {task!r}; expected one of {TASKS}")
+        raise ValueError(f"no generator for task {task!r}; expected one of {tuple(GENERATORS)}")
     return GENERATORS[task](n, length, rng, **dict(params or {}))
 
 

@@ -4,6 +4,7 @@ localrules:
 
 rule claims:
     input:
+        **({"conv1d": "results/tables/conv1d.csv"} if CONV1D_FAMILIES else {}),
         behaviour="results/tables/behaviour.csv",
         probes="results/tables/probes.csv",
         ablations="results/tables/ablations.csv",

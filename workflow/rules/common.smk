@@ -43,6 +43,14 @@ def task_params(task):
     return config["task_params"].get(task, {})
 
 
+CODE_CORPUS = "results/data/codedepth/corpus.parquet"
+
+
+def corpus_input(wildcards):
+    """Code-Depth's data is cut from the corpus file; the formal tasks need no input."""
+    return {"corpus": CODE_CORPUS} if wildcards.task == "codedepth" else {}
+
+
 def data_file(split, length="{length}"):
     return f"results/data/{{task}}/{split}_L{length}.parquet"
 
@@ -59,8 +67,19 @@ def test_data(lengths):
     return files
 
 
+def family(arch):
+    """A Conv1D-ablated twin (``mamba_noconv``) is built and trained like its family."""
+    return arch.removesuffix("_noconv")
+
+
+# Families whose Conv1D attribution runs: both the family and its twin are in the study.
+CONV1D_FAMILIES = [
+    family(arch) for arch in ARCHS if arch.endswith("_noconv") and family(arch) in ARCHS
+]
+
+
 def model_spec(wildcards):
-    """Everything that builds one architecture's model: its own options only."""
+    """Everything that builds one architecture's model: its own (or its family's) options only."""
     model = config["model"]
     return {
         "arch": wildcards.arch,
@@ -68,13 +87,13 @@ def model_spec(wildcards):
         "task_params": task_params(wildcards.task),
         "d_model": model["d_model"],
         "n_layers": model["n_layers"],
-        "options": model["options"].get(wildcards.arch, {}),
+        "options": model["options"].get(family(wildcards.arch), {}),
         "target_params": model["target_params"],
     }
 
 
 def train_settings(wildcards):
-    """Shared training settings with this architecture's overrides applied."""
+    """Shared training settings with the family's, then the architecture's overrides applied."""
     training = config["training"]
     shared = {
         key: value
@@ -82,12 +101,19 @@ def train_settings(wildcards):
         if key
         not in ("device", "threads", "mamba_scan", "overrides", "protect_checkpoints")
     }
-    return shared | training["overrides"].get(wildcards.arch, {})
+    overrides = training["overrides"]
+    return (
+        shared
+        | overrides.get(family(wildcards.arch), {})
+        | overrides.get(wildcards.arch, {})
+    )
 
 
 def mamba_scan(wildcards):
     """The Mamba-1 scan setting reaches Mamba jobs only, so changing it retrains nothing else."""
-    return config["training"]["mamba_scan"] if wildcards.arch == "mamba" else None
+    return (
+        config["training"]["mamba_scan"] if family(wildcards.arch) == "mamba" else None
+    )
 
 
 def gpu_jobs():
@@ -163,24 +189,44 @@ def run_scale():
 
 
 def final_outputs():
-    dyck = ["results/tables/dyck_depths.csv"] if "dyck" in TASKS else []
-    return dyck + [
-        "results/claims.csv",
-        "results/claims.md",
-        "results/tables/params.csv",
-        "results/tables/behaviour.csv",
-        "results/tables/probes.csv",
-        "results/tables/behaviour_summary.csv",
-        "results/tables/probe_summary.csv",
-        "results/tables/profile_shapes.csv",
-        "results/tables/ablations.csv",
-        "results/tables/readability_vs_causality.csv",
-        "results/figures/ablations.png",
-        "results/figures/ablations.pdf",
-        "results/figures/ablation_ood.png",
-        "results/figures/ablation_ood.pdf",
-        "results/figures/probe_profiles.png",
-        "results/figures/probe_profiles.pdf",
-        "results/figures/behaviour.png",
-        "results/figures/behaviour.pdf",
+    depths = [
+        f"results/tables/{task}_depths.csv"
+        for task in TASKS
+        if task in ("dyck", "codedepth")
     ]
+    corpus = ["results/tables/codedepth_corpus.csv"] if "codedepth" in TASKS else []
+    conv1d = (
+        [
+            "results/tables/conv1d.csv",
+            "results/tables/conv1d_summary.csv",
+            "results/figures/conv1d.png",
+            "results/figures/conv1d.pdf",
+        ]
+        if CONV1D_FAMILIES
+        else []
+    )
+    return (
+        depths
+        + conv1d
+        + corpus
+        + [
+            "results/claims.csv",
+            "results/claims.md",
+            "results/tables/params.csv",
+            "results/tables/behaviour.csv",
+            "results/tables/probes.csv",
+            "results/tables/behaviour_summary.csv",
+            "results/tables/probe_summary.csv",
+            "results/tables/profile_shapes.csv",
+            "results/tables/ablations.csv",
+            "results/tables/readability_vs_causality.csv",
+            "results/figures/ablations.png",
+            "results/figures/ablations.pdf",
+            "results/figures/ablation_ood.png",
+            "results/figures/ablation_ood.pdf",
+            "results/figures/probe_profiles.png",
+            "results/figures/probe_profiles.pdf",
+            "results/figures/behaviour.png",
+            "results/figures/behaviour.pdf",
+        ]
+    )

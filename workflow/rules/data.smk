@@ -1,4 +1,6 @@
 rule task_data:
+    input:
+        unpack(corpus_input),
     output:
         "results/data/{task}/{split}_L{length}.parquet",
     log:
@@ -14,3 +16,24 @@ rule task_data:
         task_params=lambda wc: task_params(wc.task),
     script:
         "../scripts/task_data.py"
+
+
+rule code_corpus:
+    output:
+        corpus=CODE_CORPUS,
+        table=report(
+            "results/tables/codedepth_corpus.csv",
+            caption="../report/table.rst",
+            category="Tables",
+        ),
+    log:
+        "results/logs/data/codedepth/corpus.log",
+    benchmark:
+        "results/benchmarks/data/codedepth/corpus.tsv"
+    retries: config["retries"]
+    conda:
+        CONDA_ENV
+    params:
+        corpus=config["corpus"],
+    script:
+        "../scripts/code_corpus.py"

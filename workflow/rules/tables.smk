@@ -1,7 +1,7 @@
 localrules:
     aggregate_table,
     params_table,
-    dyck_depth_table,
+    depth_table,
     summary_tables,
 
 
@@ -43,22 +43,27 @@ rule params_table:
         "../scripts/params_table.py"
 
 
-rule dyck_depth_table:
+rule depth_table:
     input:
-        expand("results/data/dyck/test_L{length}.parquet", length=EVAL_LENGTHS),
+        lambda wc: expand(
+            f"results/data/{wc.task}/test_L{{length}}.parquet", length=EVAL_LENGTHS
+        ),
     output:
-        "results/tables/dyck_depths.csv",
+        "results/tables/{task}_depths.csv",
     log:
-        "results/logs/tables/dyck_depths.log",
+        "results/logs/tables/{task}_depths.log",
     benchmark:
-        "results/benchmarks/tables/dyck_depths.tsv"
+        "results/benchmarks/tables/{task}_depths.tsv"
+    wildcard_constraints:
+        task="dyck|codedepth",
     conda:
         CONDA_ENV
     params:
-        max_depth=config["task_params"]["dyck"]["max_depth"],
+        max_depth=lambda wc: task_params(wc.task)["max_depth"],
+        column=lambda wc: "depth" if wc.task == "dyck" else "labels",
         lengths=EVAL_LENGTHS,
     script:
-        "../scripts/dyck_depth_table.py"
+        "../scripts/depth_table.py"
 
 
 rule summary_tables:

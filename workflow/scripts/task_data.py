@@ -7,7 +7,13 @@ sm = snakemake  # noqa: F821
 log = runtime.start(sm.log[0])
 length = int(sm.wildcards.length)
 table = make_split(
-    sm.wildcards.task, sm.wildcards.split, sm.params.n, length, sm.params.seed, sm.params.task_params
+    sm.wildcards.task,
+    sm.wildcards.split,
+    sm.params.n,
+    length,
+    sm.params.seed,
+    sm.params.task_params,
+    corpus=sm.input.get("corpus"),
 )
 io.write_parquet(table, sm.output[0])
 log.info("wrote %d sequences of length %d to %s", table.num_rows, length, sm.output[0])

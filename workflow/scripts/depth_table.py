@@ -1,4 +1,5 @@
-"""Depth distribution of the Dyck test sequences at every length (the sampler's profile)."""
+"""Depth distribution of a task's test sequences at every length (Dyck: the sampler's
+profile; Code-Depth: the nesting of the sampled code windows)."""
 
 from statelayers import io, runtime
 from statelayers.data import to_arrays
@@ -7,7 +8,7 @@ from statelayers.tasks import depth_table
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])
 depths = {
-    length: to_arrays(io.read_parquet(path))["depth"]
+    length: to_arrays(io.read_parquet(path))[sm.params.column]
     for length, path in zip(sm.params.lengths, sm.input, strict=True)
 }
 io.write_csv(depth_table(depths, sm.params.max_depth), sm.output[0])

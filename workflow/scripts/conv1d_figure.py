@@ -1,0 +1,9 @@
+"""Accuracy change from removing Conv1D, per task, family and ablation."""
+
+import pandas as pd
+
+from statelayers import figures, runtime
+
+sm = snakemake  # noqa: F821
+runtime.start(sm.log[0])
+figures.conv1d(pd.read_csv(sm.input[0]), [sm.output.png, sm.output.pdf])

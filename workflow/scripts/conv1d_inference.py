@@ -1,0 +1,13 @@
+"""Behaviour of one trained Mamba / Mamba-2 run with its Conv1D set to identity."""
+
+from pathlib import Path
+
+from statelayers import io, runtime
+from statelayers.conv1d import inference_behaviour
+from statelayers.models import load_model
+
+sm = snakemake  # noqa: F821
+runtime.start(sm.log[0], sm.threads)
+model = load_model(Path(sm.input.weights).parent, sm.params.mamba_scan, sm.params.device)
+rows = inference_behaviour(model, runtime.length_inputs(sm.input))
+io.write_csv(io.keyed_frame(rows, runtime.run_key(sm.wildcards)), sm.output[0])

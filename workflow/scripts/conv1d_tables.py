@@ -1,0 +1,14 @@
+"""Conv1D attribution table and its paired summary (rules: statelayers.conv1d)."""
+
+import pandas as pd
+
+from statelayers import io, runtime
+from statelayers.conv1d import conv1d_summary, conv1d_table
+from statelayers.stats import BootstrapConfig
+
+sm = snakemake  # noqa: F821
+runtime.start(sm.log[0])
+inference = pd.concat([pd.read_csv(path) for path in sm.input.inference], ignore_index=True)
+table = conv1d_table(pd.read_csv(sm.input.behaviour), inference)
+io.write_csv(table, sm.output.table)
+io.write_csv(conv1d_summary(table, BootstrapConfig(**sm.params.bootstrap)), sm.output.summary)
