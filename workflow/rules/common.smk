@@ -1,16 +1,8 @@
-import os
 import shutil
 
 from snakemake.utils import validate
 
 validate(config, schema="../schemas/config.schema.yaml")
-
-# glibc hands every large freed tensor back to the OS and page-faults it in again on the
-# next step; above these thresholds it keeps and reuses the memory instead. Measured on
-# a Mamba training step: system time 1.2-1.6 s -> 0.2 s per 20 steps, 8-20 % less wall
-# time. Jobs inherit the environment; a value already set is kept.
-for variable in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_"):
-    os.environ.setdefault(variable, str(256 * 2**20))
 
 ARCHS = config["architectures"]
 TASKS = config["tasks"]
