@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -68,3 +69,15 @@ def behaviour_row(length: int, predicted: np.ndarray, labels: np.ndarray) -> dic
         "sequence_accuracy": sequence_accuracy,
         "n_sequences": len(labels),
     }
+
+
+def behaviour(model: SequenceTagger, test_files: Mapping[int, str | Path]) -> list[dict]:
+    """One behaviour row per evaluation length, from the test data files keyed by length."""
+    from statelayers import io
+    from statelayers.data import to_arrays
+
+    rows = []
+    for length in sorted(test_files):
+        data = to_arrays(io.read_parquet(test_files[length]))
+        rows.append(behaviour_row(length, predict(model, data["tokens"])[0], data["labels"]))
+    return rows

@@ -38,18 +38,12 @@ VARIANTS = ("conv", "noconv_trained", "noconv_inference")
 
 def inference_behaviour(model, test_files: Mapping[int, str | Path]) -> list[dict]:
     """Behaviour rows of ``model`` with its Conv1D set to identity (modifies ``model``)."""
-    from statelayers import io
-    from statelayers.behaviour import behaviour_row, predict
-    from statelayers.data import to_arrays
+    from statelayers.behaviour import behaviour
     from statelayers.models import make_conv_identity
 
     if make_conv_identity(model) == 0:
         raise ValueError(f"{model.spec.arch} has no Conv1D to ablate")
-    rows = []
-    for length in sorted(test_files):
-        data = to_arrays(io.read_parquet(test_files[length]))
-        rows.append(behaviour_row(length, predict(model, data["tokens"])[0], data["labels"]))
-    return rows
+    return behaviour(model, test_files)
 
 
 def conv1d_table(behaviour: pd.DataFrame, inference: pd.DataFrame) -> pd.DataFrame:

@@ -27,6 +27,8 @@ import pyarrow as pa
 from statelayers.tasks import generate
 
 SPLITS = ("train", "validation", "probe", "test")
+SEQUENCE_COLUMNS = ("tokens", "labels", "depth")
+"""Per-token columns (``list<int8>``); any other column is per-sequence metadata."""
 log = logging.getLogger(__name__)
 
 
@@ -56,7 +58,9 @@ def make_split(
 
         if corpus is None:
             raise ValueError("codedepth data needs the corpus file")
-        arrays, stats = codedepth.windows(io.read_parquet(corpus), split, n, length, rng, **dict(task_params or {}))
+        arrays, stats = codedepth.windows(
+            io.read_parquet(corpus), split, n, length, rng, **dict(task_params or {})
+        )
         log.info("codedepth %s L%d: %s", split, length, stats)
     else:
         arrays = generate(task, n, length, rng, task_params)
@@ -67,9 +71,6 @@ def make_split(
         else:
             columns[name] = pa.array(values)
     return pa.table(columns)
-
-
-SEQUENCE_COLUMNS = ("tokens", "labels", "depth")
 
 
 def to_arrays(frame: pd.DataFrame) -> dict[str, np.ndarray]:
