@@ -42,6 +42,7 @@ import pandas as pd
 import torch
 from sklearn.decomposition import PCA
 
+from statelayers.behaviour import FORWARD_BATCH
 from statelayers.models import SequenceTagger, StateEdit
 from statelayers.probes import ProbeConfig, fit_probe, sequence_split
 
@@ -175,7 +176,7 @@ def edited_accuracy(
     clean_states: np.ndarray,
     layer: int,
     edit: StateEdit,
-    batch_size: int = 256,
+    batch_size: int = FORWARD_BATCH,
 ) -> float:
     """Token accuracy with ``edit`` applied at ``layer``, resuming each batch from the
     layer's clean states ``(layers, n, length, d)``: the blocks before it never rerun."""

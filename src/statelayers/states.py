@@ -35,11 +35,11 @@ if TYPE_CHECKING:  # reading states (the probe jobs) needs no torch
 TARGET_COLUMNS = ("labels", "depth")
 
 
-def layer_states(model: SequenceTagger, tokens: np.ndarray, batch_size: int = 256) -> np.ndarray:
+def layer_states(model: SequenceTagger, tokens: np.ndarray) -> np.ndarray:
     """Hidden states ``(layers, n, length, d_model)`` as float32."""
     from statelayers.behaviour import predict
 
-    return predict(model, tokens, batch_size, keep_states=len(tokens))[1]
+    return predict(model, tokens, keep_states=len(tokens))[1]
 
 
 def states_table(states: np.ndarray, data: dict[str, np.ndarray]) -> pa.Table:
