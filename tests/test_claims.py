@@ -210,3 +210,75 @@ def test_conv1d_finding_follows_the_twin_comparison():
     assert conv1d_verdict({"s3": 3.0, "parity": 6.8, "dyck": 15.0})["verdict"] == "not reproduced"
     missing = conv1d_verdict(None)
     assert missing["verdict"] == "inconclusive" and "mamba_noconv" in missing["reason"]
+
+
+def pretrained_tables(pythia_drops, mamba_last_drop, recovery):
+    """Pythia-160M (12 blocks) and Mamba-130M (24 blocks) on dyck, four seeds.
+
+    ``pythia_drops(block)`` is the probe-direction drop; Pythia's probes peak at the
+    last block; Mamba's last block is its most readable; ``recovery`` is the patching
+    fraction at Mamba's last block input.
+    """
+    probes, ablations, patching = [], [], []
+    for arch, blocks in (("pythia-160m", 12), ("mamba-130m", 24)):
+        for seed in SEEDS:
+            for layer in range(blocks + 1):
+                key = {"arch": arch, "task": "dyck", "seed": seed, "layer": layer}
+                accuracy = 0.5 + 0.45 * layer / blocks
+                probes.append(
+                    {
+                        **key,
+                        "target": "labels",
+                        "split": "probe",
+                        "eval_length": 40,
+                        "probe_accuracy": noisy(accuracy, seed + layer, 0.003),
+                    }
+                )
+                drop = (
+                    pythia_drops(layer)
+                    if arch == "pythia-160m"
+                    else (mamba_last_drop if layer == blocks else 0.3)
+                )
+                ablations.append(
+                    {**key, "method": "probe", "eval_length": 40, "drop": noisy(drop, seed + layer, 0.0002)}
+                )
+                if arch == "mamba-130m" and layer == blocks - 1:
+                    patching += [
+                        {
+                            **key,
+                            "direction": "denoising",
+                            "position": position,
+                            "fraction": noisy(recovery, seed + position, 0.01),
+                        }
+                        for position in range(40)
+                    ]
+    return pd.DataFrame(probes), pd.DataFrame(ablations), pd.DataFrame(patching)
+
+
+def pretrained_verdict(*tables):
+    probes, ablations, patching = tables
+    claims = check_claims(
+        behaviour_table(paper_accuracy),
+        probes_table(paper_profile),
+        None,
+        None,
+        "synthetic",
+        pretrained_probes=probes,
+        pretrained_ablations=ablations,
+        patching=patching,
+    )
+    return claims.set_index("finding").loc[6]
+
+
+def test_pretrained_finding_follows_bottleneck_readability_and_patching():
+    bottleneck = lambda block: 0.8 if block in (7, 8) else 0.05  # noqa: E731  (paper's L6-L7)
+    paper = pretrained_verdict(*pretrained_tables(bottleneck, 0.0005, 0.97))
+    assert paper["verdict"] == "reproduced", paper["measured"]
+    # The bottleneck at the last block, or a last-block ablation that hurts, contradicts it.
+    late = lambda block: 0.8 if block == 12 else 0.05  # noqa: E731
+    assert pretrained_verdict(*pretrained_tables(late, 0.0005, 0.97))["verdict"] == "not reproduced"
+    assert pretrained_verdict(*pretrained_tables(bottleneck, 0.2, 0.97))["verdict"] == "not reproduced"
+    assert pretrained_verdict(*pretrained_tables(bottleneck, 0.0005, 0.3))["verdict"] == "not reproduced"
+    probes, ablations, patching = pretrained_tables(bottleneck, 0.0005, 0.97)
+    absent = pretrained_verdict(probes[probes["arch"] != "mamba-130m"], ablations, patching)
+    assert absent["verdict"] == "inconclusive" and "mamba-130m" in absent["reason"]

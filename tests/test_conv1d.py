@@ -36,18 +36,30 @@ def recorded_conv_calls(monkeypatch, family):
     return calls
 
 
+@pytest.mark.parametrize("backend", ["torch", "cuda"])
 @pytest.mark.parametrize("family", ["mamba", "mamba2"])
 @pytest.mark.parametrize("mode", ["train", "eval"])
-def test_the_twins_convolution_is_the_identity_on_the_path_that_runs(monkeypatch, family, mode):
-    calls = recorded_conv_calls(monkeypatch, family)
-    for arch, identity in ((family, False), (f"{family}_noconv", True)):
+def test_the_twins_convolution_is_the_identity_on_the_path_that_runs(monkeypatch, family, mode, backend):
+    from statelayers.backends import kernels_importable
+
+    if backend == "cuda" and not (torch.cuda.is_available() and kernels_importable()):
+        pytest.skip("needs CUDA and mamba-ssm + causal-conv1d")
+    if backend == "cuda" and mode == "train":
+        pytest.skip("training runs a fused kernel with no separate convolution: tests/test_backends.py")
+    device = "cuda" if backend == "cuda" else "cpu"
+    models = {}
+    for arch in (family, f"{family}_noconv"):
+        torch.manual_seed(0)
+        spec = ModelSpec(arch, 5, 3, d_model=16, n_layers=2, options=OPTIONS[family])
+        models[arch] = getattr(build_model(spec, {"backend": backend}, device=device).to(device), mode)()
+    calls = recorded_conv_calls(monkeypatch, family)  # after building: the backend sets the function
+    for arch, model in models.items():
         calls.clear()
-        model = getattr(tiny(arch), mode)()
-        model(torch.randint(0, 5, (2, 9)))
+        model(torch.randint(0, 5, (2, 9), device=device))
         assert len(calls) == 2  # one per block: the recorded path is the one that ran
         for hidden, out, activation in calls:
             assert activation == "silu"
-            assert torch.allclose(out, F.silu(hidden), atol=1e-6) is identity
+            assert torch.allclose(out, F.silu(hidden), atol=1e-6) is arch.endswith("_noconv")
 
 
 def test_a_frozen_identity_convolution_survives_training_steps():

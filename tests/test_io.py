@@ -45,7 +45,9 @@ def test_an_uncaught_error_reaches_the_job_log(tmp_path):
     import sys
 
     log = tmp_path / "job.log"
-    code = f"from statelayers import runtime; runtime.start({str(log)!r}); raise ValueError('corpus is empty')"
+    code = (
+        f"from statelayers import runtime; runtime.start({str(log)!r}); raise ValueError('corpus is empty')"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode != 0
     assert "ValueError: corpus is empty" in log.read_text()

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from statelayers.mamba_scan import REFERENCE_SCAN, SelectiveScan, selective_scan, use_scan
+from statelayers.backends import use_backend
+from statelayers.mamba_scan import REFERENCE_SCAN, SelectiveScan, selective_scan
 from statelayers.models import ModelSpec, build_model
 
 
@@ -52,12 +53,12 @@ def test_mamba_model_is_unchanged_by_the_fast_scan(mode):
     tokens = torch.randint(0, 5, (4, 17))
     outputs = {}
     for kind in ("reference", "fast"):
-        use_scan(kind)
+        use_backend("torch", scan=kind)
         model.zero_grad()
         logits = model(tokens)
         logits.logsumexp(-1).sum().backward()
         outputs[kind] = (logits.detach(), [p.grad.clone() for p in model.parameters()])
-    use_scan("fast")
+    use_backend("torch", scan="fast")
     torch.testing.assert_close(outputs["fast"][0], outputs["reference"][0], rtol=1e-5, atol=1e-5)
     for fast, ref in zip(outputs["fast"][1], outputs["reference"][1]):
         torch.testing.assert_close(fast, ref, rtol=1e-4, atol=1e-5)
@@ -66,12 +67,12 @@ def test_mamba_model_is_unchanged_by_the_fast_scan(mode):
 def test_the_switch_really_switches():
     from transformers.models.mamba import modeling_mamba
 
-    use_scan("reference")
+    use_backend("torch", scan="reference")
     assert modeling_mamba.mamba_selective_scan is REFERENCE_SCAN
-    use_scan("fast")
+    use_backend("torch", scan="fast")
     assert modeling_mamba.mamba_selective_scan is selective_scan
     with pytest.raises(ValueError):
-        use_scan("cuda-ish")
+        use_backend("torch", scan="cuda-ish")
 
 
 def test_inference_path_equals_the_differentiable_one():

@@ -51,7 +51,7 @@ def run_training(data, out, resume_every):
         TRAINING,
         seed=3,
         device="cpu",
-        mamba_scan=None,
+        mamba=None,
         train_path=str(data["train"]),
         validation_path=str(data["validation"]),
         out_dir=out,

@@ -14,6 +14,7 @@ import matplotlib.image
 import pandas as pd
 import pytest
 import yaml
+from tiny_hf import save_tiny
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -29,8 +30,16 @@ def copy_workflow(dest: Path) -> Path:
     return dest
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    result = subprocess.run([*SNAKEMAKE, "--cores", "2", *args], cwd=workdir, capture_output=True, text=True)
+def snakemake(
+    workdir: Path, *args: str, check: bool = True, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    result = subprocess.run(
+        [*SNAKEMAKE, "--cores", "2", *args],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     if check and result.returncode != 0:
         raise AssertionError(f"snakemake {args} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
     return result
@@ -220,6 +229,8 @@ def _bad(config: dict, path: list[str], value) -> dict:
         (["training", "lr"], "fast", "lr"),
         (["model", "hidden"], 64, "hidden"),
         (["task_params", "dyck", "max_depth"], 50, "max_depth"),
+        (["pretrained", "models"], [{"name": "gru", "source": "EleutherAI/pythia-160m"}], "gru"),
+        (["pretrained", "training", "precision"], "fp8", "precision"),
     ],
 )
 def test_bad_config_stops_before_any_job(tmp_path, path, value, message):
@@ -309,7 +320,9 @@ def test_codedepth_runs_the_whole_chain_on_the_offline_default_corpus(tmp_path):
     assert statistics["files"].sum() == 80 and statistics["tokens"].min() > 0
     train = pd.read_parquet(results / "data" / "codedepth" / "train_L8.parquet")
     assert {"path", "start"} <= set(train.columns)
-    assert not set(train["path"]) & set(pd.read_parquet(results / "data" / "codedepth" / "test_L12.parquet")["path"])
+    assert not set(train["path"]) & set(
+        pd.read_parquet(results / "data" / "codedepth" / "test_L12.parquet")["path"]
+    )
     depths = pd.read_csv(results / "tables" / "codedepth_depths.csv")
     assert depths.query("depth > 0")["fraction"].sum() > 0.1  # real nesting, not all depth 0
     for table in ("behaviour", "probes", "ablations"):
@@ -348,3 +361,63 @@ def test_conv1d_attribution_runs_when_the_twin_is_in_the_study(tmp_path):
     assert (root / "results" / "figures" / "conv1d.png").stat().st_size > 10_000
     claims = pd.read_csv(root / "results" / "claims.csv").set_index("finding")
     assert "did not run" not in claims.loc[7, "reason"]
+
+
+@pytest.mark.parametrize(
+    "source,offline,message",
+    [
+        ("./no/such/dir", False, "local directory ./no/such/dir does not exist"),
+        ("EleutherAI/not-fetched", True, "EleutherAI/not-fetched is not fetched and HF_HUB_OFFLINE is set"),
+    ],
+)
+def test_unavailable_pretrained_weights_stop_before_any_job(tmp_path, source, offline, message):
+    root = copy_workflow(tmp_path)
+    models = overlay(
+        root,
+        "models.yaml",
+        {"pretrained": {"enabled": True, "models": [{"name": "pythia-x", "source": source}]}},
+    )
+    env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")} if offline else {}
+    result = snakemake(root, "--configfile", "config/test.yaml", str(models), check=False, env=env)
+    assert result.returncode != 0
+    assert f"pretrained.models.pythia-x: {message}" in result.stdout + result.stderr
+    assert not (root / "results").exists()
+
+
+def test_pretrained_models_and_patching_run_the_whole_chain(tmp_path):
+    """Tiny GPT-NeoX and Mamba saved like hub models stand in for Pythia and Mamba-130M."""
+    root = copy_workflow(tmp_path)
+    sources = {kind: str(save_tiny(tmp_path / f"hub-{kind}", kind)) for kind in ("gpt_neox", "mamba")}
+    study = overlay(
+        root,
+        "pretrained.yaml",
+        {
+            "architectures": ["gru"],
+            "tasks": ["parity", "dyck"],
+            "pretrained": {
+                "enabled": True,
+                "models": [
+                    {"name": "neox-tiny", "source": sources["gpt_neox"]},
+                    {"name": "mamba-tiny", "source": sources["mamba"]},
+                ],
+            },
+            "patching": {"enabled": True},
+        },
+    )
+    snakemake(root, "--configfile", "config/test.yaml", str(study), env={"HF_HUB_OFFLINE": "1"})
+    assert (root / "resources" / "models" / "neox-tiny" / "config.json").exists()
+    tables = root / "results" / "tables"
+    probes = pd.read_csv(tables / "pretrained_probes.csv")
+    assert set(probes["arch"]) == {"neox-tiny", "mamba-tiny"} and set(probes["task"]) == {"parity", "dyck"}
+    assert set(probes["layer"]) == {0, 1, 2, 3}  # embedding + the tiny models' 3 blocks
+    ablations = pd.read_csv(tables / "pretrained_ablations.csv")
+    assert {"probe", "pca", "random"} <= set(ablations["method"]) and set(ablations["layer"]) == {0, 1, 2, 3}
+    assert ablations["drop"].abs().sum() > 0
+    assert set(pd.read_csv(tables / "probes.csv")["arch"]) == {"gru"}  # the small study's tables stay its own
+    patching = pd.read_csv(tables / "patching.csv")
+    assert set(patching["arch"]) == {"gru", "neox-tiny", "mamba-tiny"}
+    assert set(patching["direction"]) == {"denoising", "noising"}
+    for figure in ("pretrained_profiles", "patching"):
+        assert (root / "results" / "figures" / f"{figure}.png").stat().st_size > 10_000
+    meta = (root / "results" / "models" / "mamba-tiny" / "dyck" / "seed0" / "model.json").read_text()
+    assert '"pretrained": "resources/models/mamba-tiny"' in meta and '"backend": "torch"' in meta

@@ -30,7 +30,16 @@ paper's ``L{b-1}``. Sub-claims per finding:
 5. Necessity: erasing the probe directions at each run's best probe layer costs more
    accuracy than random subspaces of the same rank at that layer, at the training length
    and at the longest intervention length, per task (units: architecture x seed).
-6. Pretrained scale: needs a stage this workflow does not have yet.
+6. Pretrained scale (models named ``pythia-160m`` and ``mamba-130m`` in the config;
+   dyck; units: fine-tuning seeds; erasure of the probe directions at the training
+   length). Pythia-160M: the largest drop over the middle third of its blocks exceeds
+   the drop at its last block, and its best probe block lies after its most necessary
+   block. Mamba-130M: its last block's probe accuracy is within 0.05 of its best block,
+   erasing the probe directions there costs < 0.002 accuracy, and patching the input of
+   its last block (layer ``n_blocks - 1``) from the clean run into the corrupted one at
+   the middle half of the positions recovers > 0.9 of the logit difference (the output
+   of the last block at an earlier position cannot reach the metric position; its input
+   can, through the block's recurrence).
 7. Conv1D (the ``mamba_noconv`` twin trained without it; :mod:`statelayers.conv1d`):
    the accuracy lost without Conv1D (Mamba minus twin, percentage points of token
    accuracy averaged over evaluation lengths, paired by seed) is > 0 on s3 and on parity,
@@ -239,6 +248,80 @@ def necessity_finding(ablations: pd.DataFrame | None, readability: pd.DataFrame 
     return finding
 
 
+def pretrained_finding(
+    probes: pd.DataFrame | None, ablations: pd.DataFrame | None, patching: pd.DataFrame | None
+) -> Finding:
+    finding = Finding(6)
+    if probes is None or ablations is None:
+        finding.missing = "pretrained stage did not run (pretrained.enabled: false)"
+        return finding
+    finding.missing = _requires(set(probes["arch"]), {"pythia-160m", "mamba-130m"}, "pretrained models") or (
+        _requires(set(probes["task"]), {"dyck"}, "tasks")
+    )
+    if finding.missing:
+        return finding
+    fit_length = probes.loc[probes["split"] == "probe", "eval_length"].iloc[0]
+    readable = probes[
+        (probes["split"] == "probe") & (probes["target"] == "labels") & (probes["task"] == "dyck")
+    ]
+    erased = ablations[
+        (ablations["method"] == "probe")
+        & (ablations["task"] == "dyck")
+        & (ablations["eval_length"] == fit_length)
+    ]
+
+    def per_layer(frame: pd.DataFrame, arch: str, value: str) -> pd.DataFrame:
+        return frame[frame["arch"] == arch].pivot_table(index="seed", columns="layer", values=value)
+
+    drop, accuracy = (
+        per_layer(erased, "pythia-160m", "drop"),
+        per_layer(readable, "pythia-160m", "probe_accuracy"),
+    )
+    n_blocks = drop.columns.max()
+    middle = [b for b in drop.columns if n_blocks / 3 <= b <= 2 * n_blocks / 3]
+    finding.claims += [
+        SubClaim(
+            "pythia-160m: middle-third max drop - last-block drop", drop[middle].max(axis=1) - drop[n_blocks]
+        ),
+        SubClaim(
+            "pythia-160m: best probe block - most necessary block",
+            accuracy.drop(columns=0).idxmax(axis=1) - drop.drop(columns=0).idxmax(axis=1),
+        ),
+    ]
+    drop, accuracy = (
+        per_layer(erased, "mamba-130m", "drop"),
+        per_layer(readable, "mamba-130m", "probe_accuracy"),
+    )
+    n_blocks = accuracy.columns.max()
+    finding.claims += [
+        SubClaim(
+            "mamba-130m: last-block probe accuracy - best + 0.05",
+            accuracy[n_blocks] - accuracy.drop(columns=0).max(axis=1) + 0.05,
+        ),
+        SubClaim("mamba-130m: 0.002 - last-block probe-direction drop", 0.002 - drop[n_blocks]),
+    ]
+    if patching is None or "mamba-130m" not in set(patching["arch"]):
+        finding.claims.append(
+            SubClaim("mamba-130m: patching recovery - 0.9 (patching did not run)", pd.Series())
+        )
+        return finding
+    patched = patching[
+        (patching["arch"] == "mamba-130m")
+        & (patching["task"] == "dyck")
+        & (patching["direction"] == "denoising")
+        & (patching["layer"] == n_blocks - 1)
+    ]
+    length = patched["position"].max() + 1
+    patched = patched[patched["position"].between(length / 4, 3 * length / 4)]
+    finding.claims.append(
+        SubClaim(
+            "mamba-130m: mid-position recovery at the last block's input - 0.9",
+            patched.groupby("seed")["fraction"].mean() - 0.9,
+        )
+    )
+    return finding
+
+
 def conv1d_finding(conv1d: pd.DataFrame | None) -> Finding:
     from statelayers.conv1d import per_seed_differences
 
@@ -268,6 +351,9 @@ def check_claims(
     scale: str,
     config: BootstrapConfig = BootstrapConfig(),
     conv1d: pd.DataFrame | None = None,
+    pretrained_probes: pd.DataFrame | None = None,
+    pretrained_ablations: pd.DataFrame | None = None,
+    patching: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
     """One row per finding 1-7: verdict, reason, measured numbers, the paper's, the run's scale."""
     findings = [
@@ -276,7 +362,7 @@ def check_claims(
         necessity_finding(ablations, readability),
     ]
     findings += [
-        Finding(6, missing="pretrained stage (Mamba-130M, Pythia) not implemented in this workflow yet"),
+        pretrained_finding(pretrained_probes, pretrained_ablations, patching),
         conv1d_finding(conv1d),
     ]
     return pd.DataFrame(

@@ -48,9 +48,16 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def _layer_ticks(layers: list[int], most: int = 13) -> tuple[list[int], list[str]]:
+    """Ticks in the paper's numbering (the embedding, then blocks L0, L1, ...), thinned
+    to at most about ``most`` for 24-layer pretrained models."""
+    step = max(1, -(-len(layers) // most))
+    shown = [layer for i, layer in enumerate(layers) if i % step == 0 or layer == layers[-1]]
+    return shown, ["emb" if layer == 0 else f"L{layer - 1}" for layer in shown]
+
+
 def _layer_axis(ax, layers: list[int]) -> None:
-    """Ticks in the paper's numbering: the embedding, then blocks L0, L1, ..."""
-    ax.set_xticks(layers, ["emb" if layer == 0 else f"L{layer - 1}" for layer in layers])
+    ax.set_xticks(*_layer_ticks(layers))
     ax.set_xlabel("layer")
 
 
@@ -205,6 +212,51 @@ def ablation_ood(ablations: pd.DataFrame, readability: pd.DataFrame, paths: list
     _save(fig, paths)
 
 
+def pretrained_profiles(
+    probes: pd.DataFrame, ablations: pd.DataFrame, fit_length: int, paths: list[str | Path]
+) -> None:
+    """Per pretrained model and task: where the label is readable (probe accuracy by
+    layer) and where the model needs it (accuracy lost when the probe directions, or the
+    top-k PCA subspace, are erased at that layer). A column per task, a colour per model."""
+    readable = probes[(probes["target"] == "labels") & (probes["split"] == "probe")]
+    erased = ablations[(ablations["eval_length"] == fit_length) & ablations["method"].isin(["probe", "pca"])]
+    erased = erased[(erased["method"] == "probe") | (erased["k"] == erased["k"].max())]
+    tasks = _ordered(readable["task"], TASK_TITLE)
+    models = list(dict.fromkeys(readable["arch"]))
+    colors = dict(zip(models, plt.get_cmap("tab10").colors))
+    fig, axes = plt.subplots(2, len(tasks), figsize=(4.0 * len(tasks), 6.0), sharex="col", squeeze=False)
+    for col, task in enumerate(tasks):
+        top, bottom = axes[0][col], axes[1][col]
+        for model in models:
+            sub = readable[(readable["task"] == task) & (readable["arch"] == model)]
+            accuracy = sub.groupby("layer")["probe_accuracy"].mean()
+            top.plot(accuracy.index, accuracy.values, marker="o", ms=3, color=colors[model], label=model)
+            for method, style in (("probe", "-"), ("pca", "--")):
+                part = erased[
+                    (erased["task"] == task) & (erased["arch"] == model) & (erased["method"] == method)
+                ]
+                drop = part.groupby("layer")["drop"].mean()
+                bottom.plot(drop.index, drop.values, style, marker="o", ms=3, color=colors[model])
+        top.axhline(readable[readable["task"] == task]["majority_baseline"].mean(), color="0.5", ls=":", lw=1)
+        top.set_title(TASK_TITLE.get(task, task))
+        bottom.axhline(0, color="0.3", lw=0.6)
+        _layer_axis(bottom, sorted(readable[readable["task"] == task]["layer"].unique()))
+        for ax in (top, bottom):
+            ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("probe accuracy (held-out sequences)")
+    k = erased.loc[erased["method"] == "pca", "k"].max()
+    axes[1][0].set_ylabel(f"accuracy drop\n(solid: probe directions, dashed: top-{k} PCA)")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    n_seeds = readable.groupby(["arch", "task"])["seed"].nunique().min()
+    fig.suptitle(
+        f"Pretrained models fine-tuned per task: readable vs necessary layers "
+        f"(L = {fit_length}, mean over {_count(n_seeds, 'seed')})",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    _save(fig, paths)
+
+
 def conv1d(summary: pd.DataFrame, paths: list[str | Path]) -> None:
     """Accuracy change (pp) from an identity Conv1D: a panel per family, bars per task and ablation."""
     families = _ordered(summary["family"], ARCHS)
@@ -234,4 +286,61 @@ def conv1d(summary: pd.DataFrame, paths: list[str | Path]) -> None:
     n_seeds = int(summary["n_seeds"].min())
     fig.suptitle(f"Conv1D attribution ({_count(n_seeds, 'seed')}, whiskers = 95 % CI)", fontsize=10)
     fig.tight_layout()
+    _save(fig, paths)
+
+
+def patching_heatmaps(table: pd.DataFrame, paths: list[str | Path]) -> None:
+    """Denoising activation patching: fraction of the logit difference recovered by patching
+    one (layer, position) state, mean over seeds; a row per architecture, a column per task.
+
+    The colour scale is shared and clipped to [0, 1]; grey cells were not measured (no
+    pair has its metric position at or after that position).
+    """
+    frame = table[table["direction"] == "denoising"]
+    tasks = _ordered(frame["task"], TASK_TITLE)
+    archs = _ordered(frame["arch"], ARCHS)
+    fig, axes = plt.subplots(
+        len(archs),
+        len(tasks),
+        figsize=(3.2 * len(tasks) + 1.0, 2.1 * len(archs) + 0.6),
+        squeeze=False,
+        layout="constrained",
+    )
+    cmap = plt.get_cmap("viridis").with_extremes(bad="0.85")
+    image = None
+    for row, arch in enumerate(archs):
+        for col, task in enumerate(tasks):
+            ax = axes[row][col]
+            sub = frame[(frame["arch"] == arch) & (frame["task"] == task)]
+            if sub.empty:
+                ax.axis("off")
+                continue
+            grid = sub.groupby(["layer", "position"])["fraction"].mean().unstack("position")
+            layers = range(int(grid.index.max()) + 1)
+            positions = range(int(grid.columns.max()) + 1)
+            grid = grid.reindex(index=layers, columns=positions)
+            image = ax.imshow(
+                grid.clip(0, 1).to_numpy(dtype=float),
+                origin="lower",
+                aspect="auto",
+                cmap=cmap,
+                vmin=0,
+                vmax=1,
+                interpolation="nearest",
+            )
+            ax.set_yticks(*_layer_ticks(list(layers)))
+            if row == 0:
+                ax.set_title(TASK_TITLE.get(task, task))
+            if col == 0:
+                ax.set_ylabel(f"{ARCH_STYLE.get(arch, (arch,))[0]}\nlayer")
+            if row == len(archs) - 1:
+                ax.set_xlabel("patched position")
+    if image is not None:
+        fig.colorbar(image, ax=axes, shrink=0.8, label="fraction of logit difference recovered")
+    n_seeds = frame.groupby(["arch", "task"])["seed"].nunique().min()
+    fig.suptitle(
+        "Activation patching (clean state into corrupted run): fraction of logit difference "
+        f"recovered, mean over {_count(n_seeds, 'seed')}",
+        fontsize=10,
+    )
     _save(fig, paths)

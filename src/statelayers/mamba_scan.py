@@ -24,11 +24,14 @@ transformers' ``mamba_selective_scan``; the tests check outputs and gradients ag
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 import torch.nn.functional as F
 from transformers.models.mamba import modeling_mamba
 
-REFERENCE_SCAN = modeling_mamba.mamba_selective_scan
+REFERENCE_SCAN = inspect.unwrap(modeling_mamba.mamba_selective_scan)
+"""transformers' PyTorch loop (never a CUDA kernel), the reference the tests compare with."""
 
 
 def _scan(u, dt, A, B, C, keep_states: bool):
@@ -120,15 +123,3 @@ def selective_scan(
         y = y * F.silu(z.float())
     y = y.to(dtype)
     return (y, last_state) if return_last_state else y
-
-
-def use_scan(kind: str) -> None:
-    """Select the scan transformers' MambaMixer calls in this process.
-
-    ``"fast"`` installs :func:`selective_scan`; ``"reference"`` restores whatever
-    transformers resolved at import (its torch loop, or mamba-ssm's kernel when
-    installed).
-    """
-    if kind not in ("fast", "reference"):
-        raise ValueError(f"unknown scan {kind!r}")
-    modeling_mamba.mamba_selective_scan = selective_scan if kind == "fast" else REFERENCE_SCAN

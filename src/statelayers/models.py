@@ -49,6 +49,11 @@ class ModelSpec:
     """The architecture's width knob; ``None`` until matched (or for lstm/gru)."""
     options: dict = field(default_factory=dict)
     """Architecture options passed to its config (heads, state size, ...)."""
+    pretrained: str | None = None
+    """Directory of a fetched pretrained backbone (:mod:`statelayers.pretrained`); its
+    config, not ``options``, builds the backbone, and ``d_model``/``n_layers`` mirror it."""
+    token_ids: tuple[int, ...] | None = None
+    """With ``pretrained``: the backbone's vocabulary id of each task symbol."""
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -57,7 +62,9 @@ class ModelSpec:
 
 def conv_layers(model: nn.Module) -> list[nn.Conv1d]:
     """Every Mamba / Mamba-2 mixer's depthwise causal Conv1D."""
-    return [module.conv1d for module in model.modules() if isinstance(getattr(module, "conv1d", None), nn.Conv1d)]
+    return [
+        module.conv1d for module in model.modules() if isinstance(getattr(module, "conv1d", None), nn.Conv1d)
+    ]
 
 
 @torch.no_grad()
@@ -80,6 +87,10 @@ def make_conv_identity(model: nn.Module) -> int:
 
 
 def _hf_backbone(spec: ModelSpec) -> nn.Module:
+    if spec.pretrained:  # the architecture only: weights come from the checkpoint or the fetched model
+        from transformers import AutoConfig, AutoModel
+
+        return AutoModel.from_config(AutoConfig.from_pretrained(spec.pretrained))
     from transformers import (
         GPTNeoXConfig,
         GPTNeoXModel,
@@ -174,11 +185,15 @@ class Replay(nn.Module):
 class SequenceTagger(nn.Module):
     """A backbone plus a linear per-token classification head."""
 
-    def __init__(self, spec: ModelSpec):
+    def __init__(self, spec: ModelSpec, backbone: nn.Module | None = None):
         super().__init__()
         self.spec = spec
-        self.backbone = RecurrentStack(spec) if spec.arch in ("lstm", "gru") else _hf_backbone(spec)
+        if backbone is None:
+            backbone = RecurrentStack(spec) if spec.arch in ("lstm", "gru") else _hf_backbone(spec)
+        self.backbone = backbone
         self.head = nn.Linear(spec.d_model, spec.num_classes)
+        ids = None if spec.token_ids is None else torch.tensor(spec.token_ids)
+        self.register_buffer("token_ids", ids, persistent=False)  # task symbols -> pretrained vocabulary
 
     @property
     def taps(self) -> list[nn.Module]:
@@ -208,6 +223,8 @@ class SequenceTagger(nn.Module):
     def features(self, tokens: torch.Tensor) -> torch.Tensor:
         if isinstance(self.backbone, RecurrentStack):
             return self.backbone(tokens)
+        if self.token_ids is not None:
+            tokens = self.token_ids[tokens]
         return self.backbone(input_ids=tokens, use_cache=False).last_hidden_state
 
     def forward(
@@ -281,12 +298,31 @@ def matched_spec(
     return match_width(spec, target_params)
 
 
-def build_model(spec: ModelSpec, mamba_scan: str | None = "fast") -> SequenceTagger:
-    if base_arch(spec.arch) == "mamba":
-        from statelayers.mamba_scan import use_scan
+MAMBA_DEFAULTS = {"backend": "auto", "scan": "fast"}
+"""Mamba / Mamba-2 execution settings (:mod:`statelayers.backends`) when a job passes none."""
 
-        use_scan(mamba_scan or "fast")
-    model = SequenceTagger(spec)
+
+def build_model(
+    spec: ModelSpec,
+    mamba: Mapping | None = None,
+    backbone: nn.Module | None = None,
+    device: torch.device | str = "cpu",
+) -> SequenceTagger:
+    """The tagger of ``spec`` (on ``backbone`` when given, e.g. pretrained weights).
+
+    Mamba and Mamba-2 run under the backend of ``mamba`` (``backend``, ``scan``; see
+    :func:`statelayers.backends.use_backend`) for a model on ``device``; the backend
+    in use is ``model.backend`` (``None`` for the other architectures).
+    """
+    backend = None
+    family = base_arch(spec.arch)
+    if family in ("mamba", "mamba2"):
+        from statelayers.backends import use_backend
+
+        settings = {**MAMBA_DEFAULTS, **dict(mamba or {})}
+        backend = use_backend(settings["backend"], device, settings["scan"])
+    model = SequenceTagger(spec, backbone)
+    model.backend = backend
     if spec.arch in NO_CONV:
         make_conv_identity(model)
     return model
@@ -302,19 +338,21 @@ def save_model(model: SequenceTagger, directory: str | Path, extra: Mapping | No
     )
 
 
-def load_model(directory: str | Path, mamba_scan: str | None = None, device: str = "cpu") -> SequenceTagger:
-    """Rebuild a saved model in eval mode on ``device`` (``auto``, ``cpu`` or ``cuda``)."""
+def load_model(directory: str | Path, mamba: Mapping | None = None, device: str = "cpu") -> SequenceTagger:
+    """Rebuild a saved model in eval mode on ``device`` (``auto``, ``cpu`` or ``cuda``),
+    Mamba under the backend of ``mamba`` (see :func:`build_model`)."""
     from statelayers.runtime import resolve_device
 
     directory = Path(directory)
     meta = io.read_json(directory / "model.json")
-    model = build_model(ModelSpec(**meta["spec"]), mamba_scan=mamba_scan or "fast")
+    resolved = resolve_device(device)
+    model = build_model(ModelSpec(**meta["spec"]), mamba, device=resolved)
     try:
         state = torch.load(directory / "model.pt", map_location="cpu", weights_only=True)
     except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as err:
         raise io._unreadable(directory / "model.pt", err) from err
     model.load_state_dict(state)
-    return model.to(resolve_device(device)).eval()
+    return model.to(resolved).eval()
 
 
 def params_table(metas: list[dict], target: int, tolerance: float = 0.10) -> pd.DataFrame:

@@ -4,8 +4,9 @@ The learning rate warms up linearly, stays constant, and decays with a cosine to
 over the last ``decay_fraction`` of the steps (warmup-stable-decay, transformers'
 ``get_wsd_schedule``; ``decay_fraction = 1 - warmup_fraction`` is the usual cosine).
 A long constant phase matters for tasks that are learned in a sudden transition,
-such as S3: a cosine that starts decaying at once can end training before it. Batches are drawn with replacement from the training split by a torch
-generator seeded from the run's seed, so a run is reproducible given its inputs.
+such as S3: a cosine that starts decaying at once can end training before it. Batches
+are drawn with replacement from the training split by a torch generator seeded from
+the run's seed, so a run is reproducible given its inputs.
 
 Resuming: every ``resume_every`` seconds the loop saves everything it depends on
 (weights, optimizer, schedule, batch generator, running averages, history) to a
@@ -34,7 +35,14 @@ from transformers import get_wsd_schedule
 from statelayers import io
 from statelayers.behaviour import accuracy
 from statelayers.data import to_arrays
-from statelayers.models import SequenceTagger, build_model, count_parameters, matched_spec, save_model
+from statelayers.models import (
+    MAMBA_DEFAULTS,
+    SequenceTagger,
+    build_model,
+    count_parameters,
+    matched_spec,
+    save_model,
+)
 from statelayers.runtime import resolve_device
 
 log = logging.getLogger(__name__)
@@ -51,6 +59,10 @@ class TrainConfig:
     grad_clip: float = 1.0
     eval_every: int = 100
     log_every: int = 25
+    grad_accumulation: int = 1
+    """Micro-batches of ``batch_size`` per optimizer step (the step sees their mean loss)."""
+    precision: str = "fp32"
+    """``fp32``, or ``bf16``: forward passes under bfloat16 autocast, weights and optimizer in fp32."""
 
 
 def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
@@ -134,17 +146,21 @@ def train(
     start = time.perf_counter() - elapsed
     last_save = time.perf_counter()
     for step in range(first_step, config.steps + 1):
-        index = torch.randint(len(tokens), (config.batch_size,), generator=generator)
-        x, y = tokens[index].to(device), labels[index].to(device)
-        logits = model(x)
-        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())
+        index = torch.randint(
+            len(tokens), (config.batch_size * config.grad_accumulation,), generator=generator
+        )
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        for micro in index.split(config.batch_size):
+            x, y = tokens[micro].to(device), labels[micro].to(device)
+            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.precision == "bf16"):
+                logits = model(x)
+            loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+            (loss / config.grad_accumulation).backward()
+            running_loss += loss.item() / config.grad_accumulation
+            running_acc += (logits.argmax(-1) == y).float().mean().item() / config.grad_accumulation
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
         schedule.step()
-        running_loss += loss.item()
-        running_acc += (logits.argmax(-1) == y).float().mean().item()
         if step % config.log_every == 0 or step == config.steps:
             n = config.log_every if step % config.log_every == 0 else step % config.log_every
             row = {
@@ -193,7 +209,7 @@ def train_checkpoint(
     training: dict,
     seed: int,
     device: str,
-    mamba_scan: str | None,
+    mamba: dict | None,
     train_path: str,
     validation_path: str,
     out_dir: str | Path,
@@ -202,22 +218,34 @@ def train_checkpoint(
 ) -> SequenceTagger:
     """Build the matched model, train it on the data files, save checkpoint and history.
 
-    ``model.json`` records the spec, the training settings, seed, device and Mamba scan,
-    so a checkpoint says what built it. ``out_dir/resume.pt`` holds the resume state
+    With ``spec_params["pretrained"]`` (a fetched backbone's directory, plus ``task`` and
+    ``task_params``) the model is that backbone with a fresh head, fine-tuned.
+    ``mamba`` (``backend``, ``scan``) says how Mamba and Mamba-2 run (see
+    :func:`statelayers.models.build_model`). ``model.json`` records the spec, the
+    training settings, seed, device and the Mamba backend and scan in use, so a
+    checkpoint says what built it. ``out_dir/resume.pt`` holds the resume state
     while training runs (saved every ``resume_every`` seconds).
     """
-    spec = matched_spec(**spec_params)
-    scan = mamba_scan or "fast"
-    torch.manual_seed(seed)  # the seed decides the initial weights too
-    model = build_model(spec, mamba_scan=scan)
     resolved = resolve_device(device)
+    torch.manual_seed(seed)  # the seed decides the initial weights too
+    if "pretrained" in spec_params:
+        from statelayers.pretrained import pretrained_spec, pretrained_tagger
+
+        spec = pretrained_spec(**spec_params)
+        model = pretrained_tagger(spec, mamba, device=resolved)
+    else:
+        spec = matched_spec(**spec_params)
+        model = build_model(spec, mamba, device=resolved)
+    torch_mamba = spec.arch == "mamba" and model.backend == "torch"
+    scan = {**MAMBA_DEFAULTS, **dict(mamba or {})}["scan"] if torch_mamba else None
     log.info(
-        "%s on %s: %d parameters (width %s), device %s",
+        "%s on %s: %d parameters (width %s), device %s, Mamba backend %s",
         spec.arch,
         spec_params["task"],
         count_parameters(model),
         spec.width,
         resolved,
+        model.backend,
     )
     train_data, validation_data = (to_arrays(io.read_parquet(p)) for p in (train_path, validation_path))
     resume = ResumeFile(
@@ -227,6 +255,7 @@ def train_checkpoint(
             training,
             seed,
             str(resolved),
+            model.backend,
             scan,
             torch.get_num_threads(),
             files=(train_path, validation_path),
@@ -249,11 +278,12 @@ def train_checkpoint(
         extra={
             "task": spec_params["task"],
             "task_params": spec_params["task_params"],
-            "target_params": spec_params["target_params"],
+            "target_params": spec_params.get("target_params"),
             "training": training,
             "seed": seed,
             "device": str(resolved),
-            "mamba_scan": scan if spec.arch == "mamba" else None,
+            "backend": model.backend,
+            "mamba_scan": scan,
             "train_seconds": history[-1]["seconds"],
             "validation_token_accuracy": history[-1]["validation_token_accuracy"],
         },

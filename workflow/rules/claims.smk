@@ -5,6 +5,15 @@ localrules:
 rule claims:
     input:
         **({"conv1d": "results/tables/conv1d.csv"} if CONV1D_FAMILIES else {}),
+        **(
+            {
+                "pretrained_probes": "results/tables/pretrained_probes.csv",
+                "pretrained_ablations": "results/tables/pretrained_ablations.csv",
+            }
+            if PRETRAINED
+            else {}
+        ),
+        **({"patching": "results/tables/patching.csv"} if PATCHING_TASKS else {}),
         behaviour="results/tables/behaviour.csv",
         probes="results/tables/probes.csv",
         ablations="results/tables/ablations.csv",

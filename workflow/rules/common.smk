@@ -1,4 +1,7 @@
+import os
+import re
 import shutil
+from pathlib import Path
 
 from snakemake.utils import validate
 
@@ -10,6 +13,21 @@ SEEDS = config["seeds"]
 TRAIN_LENGTH = config["train_length"]
 EVAL_LENGTHS = sorted(config["eval_lengths"])
 CONDA_ENV = "../../envs/study.yaml"
+
+PRETRAINED_CONFIG = config["pretrained"]
+# Fine-tuned pretrained backbones are runs like the small architectures', keyed by name.
+PRETRAINED_SOURCES = {
+    model["name"]: model["source"] for model in PRETRAINED_CONFIG["models"]
+}
+if len(PRETRAINED_SOURCES) < len(PRETRAINED_CONFIG["models"]):
+    raise ValueError("config: pretrained.models: two models share a name")
+PRETRAINED = list(PRETRAINED_SOURCES) if PRETRAINED_CONFIG["enabled"] else []
+PRETRAINED_SEEDS = PRETRAINED_CONFIG["seeds"]
+PATCHING_TASKS = (
+    [task for task in TASKS if task != "codedepth"]
+    if config["patching"]["enabled"]
+    else []
+)
 
 if config["task_params"]["dyck"]["max_depth"] > TRAIN_LENGTH:
     raise ValueError(
@@ -25,7 +43,7 @@ if TRAIN_LENGTH not in config["interventions"]["eval_lengths"]:
 
 
 wildcard_constraints:
-    arch="|".join(ARCHS),
+    arch="|".join(re.escape(arch) for arch in ARCHS + PRETRAINED),
     task="|".join(TASKS),
     seed=r"\d+",
     length=r"\d+",
@@ -78,8 +96,56 @@ CONV1D_FAMILIES = [
 ]
 
 
+def is_pretrained(wildcards):
+    return wildcards.arch in PRETRAINED
+
+
+def backbone_dir(name):
+    return f"resources/models/{name}"
+
+
+def backbone_input(wildcards):
+    """A pretrained run starts from its fetched backbone; the small ones from nothing."""
+    return (
+        {"backbone": backbone_dir(wildcards.arch)} if is_pretrained(wildcards) else {}
+    )
+
+
+def check_pretrained_sources():
+    """Stop before any job when a pretrained model cannot be had: a local source that
+    does not exist, or a hub id while offline (HF_HUB_OFFLINE) that is neither fetched
+    into resources/models/ nor in the Hugging Face cache."""
+    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
+    for name in PRETRAINED:
+        source = PRETRAINED_SOURCES[name]
+        if Path(backbone_dir(name)).is_dir() or Path(source).expanduser().is_dir():
+            continue
+        if Path(source).is_absolute() or source.startswith((".", "~")):
+            raise ValueError(
+                f"config: pretrained.models.{name}: local directory {source} does not exist"
+            )
+        if offline:
+            from huggingface_hub import try_to_load_from_cache
+
+            if not isinstance(try_to_load_from_cache(source, "config.json"), str):
+                raise ValueError(
+                    f"config: pretrained.models.{name}: {source} is not fetched and HF_HUB_OFFLINE is set; "
+                    f"put a local copy (save_pretrained or `hf download {source} --local-dir DIR`) "
+                    f"in {backbone_dir(name)} or set pretrained.models.{name} to its directory"
+                )
+
+
+check_pretrained_sources()
+
+
 def model_spec(wildcards):
     """Everything that builds one architecture's model: its own (or its family's) options only."""
+    if is_pretrained(wildcards):
+        return {
+            "pretrained": backbone_dir(wildcards.arch),
+            "task": wildcards.task,
+            "task_params": task_params(wildcards.task),
+        }
     model = config["model"]
     return {
         "arch": wildcards.arch,
@@ -93,13 +159,23 @@ def model_spec(wildcards):
 
 
 def train_settings(wildcards):
-    """Shared training settings with the family's, then the architecture's overrides applied."""
+    """Shared training settings with the family's, then the architecture's overrides applied
+    (a pretrained model's fine-tuning settings are its own)."""
+    if is_pretrained(wildcards):
+        return PRETRAINED_CONFIG["training"]
     training = config["training"]
     shared = {
         key: value
         for key, value in training.items()
         if key
-        not in ("device", "threads", "mamba_scan", "overrides", "protect_checkpoints")
+        not in (
+            "device",
+            "threads",
+            "mamba_scan",
+            "mamba_backend",
+            "overrides",
+            "protect_checkpoints",
+        )
     }
     overrides = training["overrides"]
     return (
@@ -109,11 +185,18 @@ def train_settings(wildcards):
     )
 
 
-def mamba_scan(wildcards):
-    """The Mamba-1 scan setting reaches Mamba jobs only, so changing it retrains nothing else."""
-    return (
-        config["training"]["mamba_scan"] if family(wildcards.arch) == "mamba" else None
-    )
+def mamba_settings(wildcards):
+    """How Mamba and Mamba-2 run: the backend reaches their jobs (and the pretrained
+    models', which may be Mamba) only, the Mamba-1 scan Mamba-1's only, so changing
+    either reruns nothing else."""
+    training = config["training"]
+    pretrained = is_pretrained(wildcards)
+    if not pretrained and family(wildcards.arch) not in ("mamba", "mamba2"):
+        return None
+    settings = {"backend": training["mamba_backend"]}
+    if pretrained or family(wildcards.arch) == "mamba":
+        settings["scan"] = training["mamba_scan"]
+    return settings
 
 
 def gpu_jobs():
@@ -126,6 +209,19 @@ def gpu_jobs():
     return int(
         device == "cuda"
         or (device == "auto" and shutil.which("nvidia-smi") is not None)
+    )
+
+
+def model_gpu(wildcards):
+    """Fine-tuning a pretrained model always asks for a GPU token; the small models when on CUDA."""
+    return 1 if is_pretrained(wildcards) else gpu_jobs()
+
+
+def stored_test_sequences(wildcards):
+    return (
+        PRETRAINED_CONFIG["test_sequences"]
+        if is_pretrained(wildcards)
+        else config["states"]["test_sequences"]
     )
 
 
@@ -147,8 +243,12 @@ onstart:
     check_devices()
 
 
-def per_run(pattern):
-    return expand(pattern, arch=ARCHS, task=TASKS, seed=SEEDS)
+def per_run(pattern, tasks=TASKS):
+    return expand(pattern, arch=ARCHS, task=tasks, seed=SEEDS)
+
+
+def pretrained_runs(pattern, tasks=TASKS):
+    return expand(pattern, arch=PRETRAINED, task=tasks, seed=PRETRAINED_SEEDS)
 
 
 def check_devices():
@@ -205,9 +305,31 @@ def final_outputs():
         if CONV1D_FAMILIES
         else []
     )
+    pretrained = (
+        [
+            "results/tables/pretrained_behaviour.csv",
+            "results/tables/pretrained_probes.csv",
+            "results/tables/pretrained_ablations.csv",
+            "results/figures/pretrained_profiles.png",
+            "results/figures/pretrained_profiles.pdf",
+        ]
+        if PRETRAINED
+        else []
+    )
+    patching = (
+        [
+            "results/tables/patching.csv",
+            "results/figures/patching.png",
+            "results/figures/patching.pdf",
+        ]
+        if PATCHING_TASKS
+        else []
+    )
     return (
         depths
         + conv1d
+        + pretrained
+        + patching
         + corpus
         + [
             "results/claims.csv",

@@ -23,7 +23,7 @@ rule conv1d_inference:
         gpu=gpu_jobs(),
     params:
         device=config["training"]["device"],
-        mamba_scan=mamba_scan,
+        mamba=mamba_settings,
     script:
         "../scripts/conv1d_inference.py"
 

@@ -16,10 +16,10 @@ rule evaluate:
         CONDA_ENV
     threads: config["training"]["threads"]
     resources:
-        gpu=gpu_jobs(),
+        gpu=model_gpu,
     params:
-        test_sequences=config["states"]["test_sequences"],
+        test_sequences=stored_test_sequences,
         device=config["training"]["device"],
-        mamba_scan=mamba_scan,
+        mamba=mamba_settings,
     script:
         "../scripts/evaluate.py"

@@ -18,14 +18,14 @@ rule interventions:
         CONDA_ENV
     threads: config["training"]["threads"]
     resources:
-        gpu=gpu_jobs(),
+        gpu=model_gpu,
     params:
         interventions={
             k: v for k, v in config["interventions"].items() if k != "eval_lengths"
         },
         probe=config["probes"],
         device=config["training"]["device"],
-        mamba_scan=mamba_scan,
+        mamba=mamba_settings,
     script:
         "../scripts/interventions.py"
 

@@ -1,5 +1,6 @@
 rule train:
     input:
+        unpack(backbone_input),
         train=data_file("train", TRAIN_LENGTH),
         validation=data_file("validation", TRAIN_LENGTH),
     output:
@@ -15,12 +16,12 @@ rule train:
         CONDA_ENV
     threads: config["training"]["threads"]
     resources:
-        gpu=gpu_jobs(),
+        gpu=model_gpu,
     params:
         spec=model_spec,
         training=train_settings,
         seed=lambda wc: int(wc.seed),
         device=config["training"]["device"],
-        mamba_scan=mamba_scan,
+        mamba=mamba_settings,
     script:
         "../scripts/train.py"

@@ -8,6 +8,6 @@ from statelayers.models import load_model
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0], sm.threads)
-model = load_model(Path(sm.input.weights).parent, sm.params.mamba_scan, sm.params.device)
+model = load_model(Path(sm.input.weights).parent, sm.params.mamba, sm.params.device)
 rows = inference_behaviour(model, runtime.length_inputs(sm.input))
 io.write_csv(io.keyed_frame(rows, runtime.run_key(sm.wildcards)), sm.output[0])

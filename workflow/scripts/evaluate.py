@@ -8,7 +8,7 @@ from statelayers.models import load_model
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0], sm.threads)
-model = load_model(Path(sm.input.weights).parent, sm.params.mamba_scan, sm.params.device)
+model = load_model(Path(sm.input.weights).parent, sm.params.mamba, sm.params.device)
 rows = evaluate_run(
     model,
     probe_file=sm.input.probe,

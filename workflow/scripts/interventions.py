@@ -12,7 +12,7 @@ sm = snakemake  # noqa: F821
 runtime.start(sm.log[0], sm.threads)
 settings = dict(sm.params.interventions)
 sequences = settings.pop("sequences")
-model = load_model(Path(sm.input.weights).parent, sm.params.mamba_scan, sm.params.device)
+model = load_model(Path(sm.input.weights).parent, sm.params.mamba, sm.params.device)
 test_data = {
     length: to_arrays(io.read_parquet(path).head(sequences))
     for length, path in runtime.length_inputs(sm.input).items()

@@ -12,7 +12,7 @@ train_checkpoint(
     sm.params.training,
     seed=sm.params.seed,
     device=sm.params.device,
-    mamba_scan=sm.params.mamba_scan,
+    mamba=sm.params.mamba,
     train_path=sm.input.train,
     validation_path=sm.input.validation,
     out_dir=Path(sm.output.weights).parent,

@@ -1,0 +1,152 @@
+"""Pretrained backbones (Pythia, Mamba, Mamba-2) as sequence taggers for the formal tasks.
+
+A model is fetched once with transformers' ``from_pretrained`` (a hub id, or a local
+directory) and saved with ``save_pretrained`` into ``resources/models/{name}/``: the
+base model (no language-model head) and its tokenizer. Fine-tuning then loads it from
+there with ``from_pretrained`` again, so a cluster job never needs the network.
+
+Task symbols are mapped to the backbone's vocabulary through its tokenizer, so the
+model starts from its own embeddings of familiar characters:
+
+============ ===========================================================
+parity       ``0 1``
+s3           ``A B C D E F`` (the six permutations in :data:`tasks.S3_ELEMENTS` order)
+dyck         openers ``( [ { <``, closers ``) ] } >`` (types 0..k-1, k <= 4)
+codedepth    keywords and operators as themselves; the token classes as
+             ``x 1 "s" NEWLINE NL INDENT DEDENT ?`` (name, number, string, ...)
+============ ===========================================================
+
+Each symbol takes the id of the first token of its text; two symbols that map to one
+id are an error. A token-classification head (linear, on the final hidden state) is
+trained with the whole backbone.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from collections.abc import Mapping
+from pathlib import Path
+
+from statelayers.models import ModelSpec, SequenceTagger, build_model
+
+log = logging.getLogger(__name__)
+
+MODEL_TYPES = {"gpt_neox": "transformer", "mamba": "mamba", "mamba2": "mamba2"}
+"""transformers ``model_type`` -> the architecture family it belongs to here."""
+
+DYCK_BRACKETS = ("()", "[]", "{}", "<>")
+CODE_CLASS_TEXT = {
+    "<name>": "x",
+    "<number>": "1",
+    "<string>": '"s"',
+    "<newline>": "NEWLINE",
+    "<nl>": "NL",
+    "<indent>": "INDENT",
+    "<dedent>": "DEDENT",
+    "<other>": "?",
+}
+
+
+class PretrainedUnavailable(RuntimeError):
+    """A pretrained model could not be loaded (offline, wrong id, no local copy)."""
+
+
+def symbol_texts(task: str, params: Mapping | None = None) -> list[str]:
+    """The text of each task symbol, in token-id order (see the module table)."""
+    params = dict(params or {})
+    if task == "parity":
+        return ["0", "1"]
+    if task == "s3":
+        return list("ABCDEF")
+    if task == "dyck":
+        k = params.get("k", 2)
+        if k > len(DYCK_BRACKETS):
+            raise ValueError(f"dyck with k={k} has no bracket text beyond {len(DYCK_BRACKETS)} types")
+        return [pair[0] for pair in DYCK_BRACKETS[:k]] + [pair[1] for pair in DYCK_BRACKETS[:k]]
+    if task == "codedepth":
+        from statelayers.codedepth import VOCAB
+
+        return [CODE_CLASS_TEXT.get(entry, entry) for entry in VOCAB]
+    raise ValueError(f"no symbol text for task {task!r}")
+
+
+def token_ids(tokenizer, texts: list[str]) -> tuple[int, ...]:
+    """The id of the first token of each text; distinct texts must get distinct ids."""
+    ids = []
+    for text in texts:
+        encoded = tokenizer.encode(text, add_special_tokens=False)
+        if not encoded:
+            raise ValueError(f"the tokenizer maps task symbol {text!r} to no token")
+        ids.append(int(encoded[0]))
+    clashes = {i: [t for t, j in zip(texts, ids) if j == i] for i in ids if ids.count(i) > 1}
+    if clashes:
+        raise ValueError(f"task symbols share a token id in this tokenizer: {clashes}")
+    return tuple(ids)
+
+
+def fetch(name: str, source: str, out_dir: str | Path) -> None:
+    """Load ``source`` (hub id or directory) with ``from_pretrained`` and save model and
+    tokenizer to ``out_dir`` (written to a temporary directory, then renamed)."""
+    from transformers import AutoModel, AutoTokenizer
+
+    out_dir = Path(out_dir)
+    try:
+        model = AutoModel.from_pretrained(source)
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    except (OSError, ValueError) as err:
+        raise PretrainedUnavailable(
+            f"pretrained model {name!r} ({source}) cannot be loaded: {err}\n"
+            "Without network (or with HF_HUB_OFFLINE=1) provide a local copy: on a machine with "
+            f"network run `hf download {source} --local-dir <dir>` (or save_pretrained model and "
+            f"tokenizer there), copy <dir> here and set `pretrained.models.{name}: <dir>` in the config."
+        ) from err
+    model_type = model.config.model_type
+    if model_type not in MODEL_TYPES:
+        raise PretrainedUnavailable(
+            f"pretrained model {name!r} ({source}) is a {model_type!r} model; "
+            f"supported: {', '.join(MODEL_TYPES)}"
+        )
+    tmp = out_dir.with_name(out_dir.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(out_dir, ignore_errors=True)
+    tmp.rename(out_dir)
+    log.info(
+        "%s: %s (%s, %d layers) saved to %s",
+        name,
+        source,
+        model_type,
+        model.config.num_hidden_layers,
+        out_dir,
+    )
+
+
+def pretrained_spec(pretrained: str, task: str, task_params: Mapping | None = None) -> ModelSpec:
+    """The spec of a tagger on the fetched backbone in ``pretrained`` for ``task``."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    from statelayers.tasks import task_spec
+
+    config = AutoConfig.from_pretrained(pretrained)
+    if config.model_type not in MODEL_TYPES:
+        raise ValueError(f"{pretrained}: unsupported model_type {config.model_type!r}")
+    sizes = task_spec(task, task_params)
+    ids = token_ids(AutoTokenizer.from_pretrained(pretrained), symbol_texts(task, task_params))
+    return ModelSpec(
+        MODEL_TYPES[config.model_type],
+        sizes.vocab_size,
+        sizes.num_classes,
+        d_model=config.hidden_size,
+        n_layers=config.num_hidden_layers,
+        pretrained=str(pretrained),
+        token_ids=ids,
+    )
+
+
+def pretrained_tagger(spec: ModelSpec, mamba: Mapping | None = None, device: str = "cpu") -> SequenceTagger:
+    """A fresh (seeded by the caller) head on the pretrained weights of ``spec.pretrained``."""
+    from transformers import AutoModel
+
+    return build_model(spec, mamba, backbone=AutoModel.from_pretrained(spec.pretrained), device=device)

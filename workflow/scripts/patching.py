@@ -1,0 +1,26 @@
+"""Activation patching of one run: every layer and position, both directions."""
+
+from pathlib import Path
+
+import numpy as np
+
+from statelayers import io, runtime
+from statelayers.data import to_arrays
+from statelayers.models import load_model
+from statelayers.patching import corrupted_pairs, patching_rows
+
+sm = snakemake  # noqa: F821
+runtime.start(sm.log[0], sm.threads)
+settings = sm.params.patching
+data = to_arrays(io.read_parquet(sm.input.test))
+pairs = corrupted_pairs(
+    sm.wildcards.task,
+    data["tokens"],
+    data["labels"],
+    sm.params.task_params,
+    n_pairs=settings["pairs"],
+    earliest=settings["earliest"],
+    rng=np.random.default_rng([settings["seed"], int(sm.wildcards.seed)]),
+)
+model = load_model(Path(sm.input.weights).parent, sm.params.mamba, sm.params.device)
+io.write_csv(io.keyed_frame(patching_rows(model, pairs), runtime.run_key(sm.wildcards)), sm.output[0])

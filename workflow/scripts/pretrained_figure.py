@@ -1,0 +1,14 @@
+"""Pretrained models' layer profiles: probe accuracy and erasure drop by layer."""
+
+import pandas as pd
+
+from statelayers import figures, runtime
+
+sm = snakemake  # noqa: F821
+runtime.start(sm.log[0])
+figures.pretrained_profiles(
+    pd.read_csv(sm.input.probes),
+    pd.read_csv(sm.input.ablations),
+    sm.params.fit_length,
+    [sm.output.png, sm.output.pdf],
+)
