@@ -255,15 +255,16 @@ def test_malformed_yaml_stops_with_a_message_and_keeps_results(tmp_path):
     assert kept.read_text() == "finished work\n"
 
 
-def test_cuda_requested_without_a_gpu_stops_before_any_job(tmp_path):
+@pytest.mark.parametrize("key", ["device", "mamba_backend"])
+def test_cuda_requested_without_a_gpu_stops_before_any_job(tmp_path, key):
     if shutil.which("nvidia-smi"):
         pytest.skip("this machine has a GPU")
     root = copy_workflow(tmp_path)
-    result = snakemake(
-        root, "--configfile", "config/test.yaml", "--config", "training={'device': 'cuda'}", check=False
-    )
+    cuda = overlay(root, "cuda.yaml", {"training": {key: "cuda"}})
+    result = snakemake(root, "--configfile", "config/test.yaml", str(cuda), check=False)
     assert result.returncode != 0
-    assert "training.device is 'cuda' but this machine has no NVIDIA GPU" in result.stdout + result.stderr
+    assert f"training.{key} is 'cuda'" in result.stdout + result.stderr
+    assert "has no NVIDIA GPU" in result.stdout + result.stderr
     assert not (root / "results").exists()
 
 
@@ -382,6 +383,21 @@ def test_unavailable_pretrained_weights_stop_before_any_job(tmp_path, source, of
     assert result.returncode != 0
     assert f"pretrained.models.pythia-x: {message}" in result.stdout + result.stderr
     assert not (root / "results").exists()
+
+
+def test_an_unsupported_pretrained_model_stops_at_its_fetch_job(tmp_path):
+    root = copy_workflow(tmp_path)
+    source = str(save_tiny(tmp_path / "hub-bert", "bert"))
+    models = overlay(
+        root, "bert.yaml", {"pretrained": {"enabled": True, "models": [{"name": "bert-x", "source": source}]}}
+    )
+    result = snakemake(root, "--configfile", "config/test.yaml", str(models), check=False)
+    assert result.returncode != 0
+    log = (root / "results" / "logs" / "fetch_pretrained" / "bert-x.log").read_text()
+    assert (
+        "pretrained model 'bert-x'" in log and "is a 'bert' model; supported: gpt_neox, mamba, mamba2" in log
+    )
+    assert not (root / "resources" / "models" / "bert-x").exists()
 
 
 def test_pretrained_models_and_patching_run_the_whole_chain(tmp_path):

@@ -261,14 +261,19 @@ def check_devices():
         workflow.executor_plugin is not None
         and workflow.executor_plugin.name == "local"
     )
-    if (
-        local
-        and config["training"]["device"] == "cuda"
-        and shutil.which("nvidia-smi") is None
-    ):
+    if not local or shutil.which("nvidia-smi") is not None:
+        return
+    training = config["training"]
+    if training["device"] == "cuda":
         raise ValueError(
             "config: training.device is 'cuda' but this machine has no NVIDIA GPU "
             "(nvidia-smi not found); use 'auto' or 'cpu'"
+        )
+    mamba_jobs = PRETRAINED or [a for a in ARCHS if family(a) in ("mamba", "mamba2")]
+    if training["mamba_backend"] == "cuda" and mamba_jobs:
+        raise ValueError(
+            "config: training.mamba_backend is 'cuda' (the mamba-ssm kernels) but this machine "
+            "has no NVIDIA GPU (nvidia-smi not found); use 'auto' or 'torch'"
         )
 
 
