@@ -13,7 +13,7 @@ import torch
 from tiny_hf import save_tiny
 
 from statelayers import io
-from statelayers.models import load_model
+from statelayers.models import SequenceTagger, load_model, save_model
 from statelayers.pretrained import (
     PretrainedUnavailable,
     fetch,
@@ -23,7 +23,7 @@ from statelayers.pretrained import (
     token_ids,
 )
 from statelayers.tasks import generate
-from statelayers.train import TrainConfig, train, train_checkpoint
+from statelayers.train import TrainConfig, accumulate_gradients, train_checkpoint
 
 
 @pytest.fixture(scope="module", params=["gpt_neox", "mamba", "mamba2"])
@@ -48,16 +48,35 @@ def test_every_task_symbol_gets_its_own_token(fetched):
 
     tokenizer = AutoTokenizer.from_pretrained(fetched)
     for task in ("parity", "s3", "dyck"):
-        ids = token_ids(tokenizer, symbol_texts(task, {"k": 2}))
-        assert len(set(ids)) == len(ids)
+        ids, added = token_ids(tokenizer, symbol_texts(task, {"k": 2}), vocab_size=40)
+        assert added == 0 and len(set(ids)) == len(ids)
         assert [tokenizer.decode([i]) for i in ids] == symbol_texts(task, {"k": 2})
 
 
-def test_symbols_sharing_a_token_are_an_error(fetched):
+def test_symbols_that_are_not_one_token_get_new_embedding_rows(fetched):
     from transformers import AutoTokenizer
 
-    with pytest.raises(ValueError, match="share a token id"):
-        token_ids(AutoTokenizer.from_pretrained(fetched), ["(x", "(y"])
+    tokenizer = AutoTokenizer.from_pretrained(fetched)
+    ids, added = token_ids(tokenizer, ["(", "( x", "zz", "("], vocab_size=40)
+    assert ids == (tokenizer.convert_tokens_to_ids("("), 40, 41, 42) and added == 3
+
+
+def test_codedepth_on_a_small_vocabulary_adds_rows_and_reloads(fetched, tmp_path):
+    spec = pretrained_spec(str(fetched), "codedepth", {"max_depth": 4})
+    assert spec.added_tokens > 0 and len(set(spec.token_ids)) == spec.vocab_size
+    torch.manual_seed(0)
+    model = pretrained_tagger(spec).eval()
+    assert model.backbone.get_input_embeddings().num_embeddings == 40 + spec.added_tokens
+    save_model(model, tmp_path)
+    tokens = torch.randint(0, spec.vocab_size, (2, 7))
+    torch.testing.assert_close(load_model(tmp_path)(tokens), model(tokens))
+
+
+def test_half_precision_checkpoints_are_fine_tuned_in_float32(tmp_path):
+    fetch("half", str(save_tiny(tmp_path / "hub", "gpt_neox", half=True)), tmp_path / "fetched")
+    spec = pretrained_spec(str(tmp_path / "fetched"), "parity")
+    for model in (pretrained_tagger(spec), SequenceTagger(spec)):
+        assert {p.dtype for p in model.parameters()} == {torch.float32}
 
 
 def test_an_unsupported_architecture_is_refused_with_its_name(tmp_path):
@@ -134,28 +153,31 @@ def test_fine_tuning_saves_a_checkpoint_that_reloads_identically(fetched, tmp_pa
 
 
 def test_gradient_accumulation_equals_one_large_batch(fetched):
-    data = generate("parity", 32, 8, np.random.default_rng(1))
-    arrays = (data["tokens"], data["labels"])
-    weights = []
-    for batch, accumulation in ((8, 1), (4, 2)):
-        torch.manual_seed(0)
-        model = pretrained_tagger(pretrained_spec(str(fetched), "parity"))
-        config = TrainConfig(steps=1, batch_size=batch, grad_accumulation=accumulation, eval_every=1, lr=1e-2)
-        train(model, arrays, arrays, config, seed=0, device=torch.device("cpu"))
-        weights.append(model.head.weight.detach().clone())
-    torch.testing.assert_close(weights[0], weights[1], rtol=1e-4, atol=1e-6)
+    data = generate("parity", 8, 8, np.random.default_rng(1))
+    tokens, labels = torch.as_tensor(data["tokens"]), torch.as_tensor(data["labels"])
+    torch.manual_seed(0)
+    model = pretrained_tagger(pretrained_spec(str(fetched), "parity")).train()
+    grads, losses = [], []
+    for batch, accumulation in ((8, 1), (4, 2), (2, 4)):
+        model.zero_grad()
+        config = TrainConfig(batch_size=batch, grad_accumulation=accumulation)
+        losses.append(accumulate_gradients(model, tokens, labels, config, torch.device("cpu"))[0])
+        grads.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
+    for other, loss in zip(grads[1:], losses[1:]):
+        assert loss == pytest.approx(losses[0], rel=1e-5)
+        for a, b in zip(grads[0], other):
+            torch.testing.assert_close(b, a, rtol=1e-4, atol=1e-6)
 
 
-def test_bf16_autocast_trains_with_finite_loss(fetched):
-    data = generate("parity", 16, 8, np.random.default_rng(2))
-    model = pretrained_tagger(pretrained_spec(str(fetched), "parity"))
-    config = TrainConfig(steps=2, batch_size=4, precision="bf16", eval_every=2, log_every=1)
-    history = train(
-        model,
-        (data["tokens"], data["labels"]),
-        (data["tokens"], data["labels"]),
-        config,
-        0,
-        torch.device("cpu"),
+@pytest.mark.parametrize("precision,dtype", [("bf16", torch.bfloat16), ("fp32", torch.float32)])
+def test_precision_sets_the_dtype_of_the_forward_pass(fetched, precision, dtype):
+    data = generate("parity", 4, 8, np.random.default_rng(2))
+    model = pretrained_tagger(pretrained_spec(str(fetched), "parity")).train()
+    seen = []
+    model.head.register_forward_hook(lambda module, args, output: seen.append(output.dtype))
+    config = TrainConfig(batch_size=4, precision=precision)
+    loss, _ = accumulate_gradients(
+        model, torch.as_tensor(data["tokens"]), torch.as_tensor(data["labels"]), config, torch.device("cpu")
     )
-    assert all(np.isfinite(row["loss"]) for row in history)
+    assert seen == [dtype] and np.isfinite(loss)
+    assert all(p.grad.dtype == torch.float32 for p in model.parameters() if p.grad is not None)

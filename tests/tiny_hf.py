@@ -13,8 +13,9 @@ from statelayers.pretrained import symbol_texts
 SYMBOLS = sorted({text for task in ("parity", "s3", "dyck") for text in symbol_texts(task, {"k": 2})})
 
 
-def save_tiny(directory: str | Path, kind: str, n_layers: int = 3) -> Path:
-    """Save a random ``kind`` (gpt_neox | mamba | mamba2 | bert) model and a word-level tokenizer."""
+def save_tiny(directory: str | Path, kind: str, n_layers: int = 3, half: bool = False) -> Path:
+    """Save a random ``kind`` (gpt_neox | mamba | mamba2 | bert) model and a word-level
+    tokenizer; ``half`` saves float16 weights, as Pythia's hub checkpoints are."""
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import (
         BertConfig,
@@ -43,6 +44,6 @@ def save_tiny(directory: str | Path, kind: str, n_layers: int = 3) -> Path:
     tokenizer = Tokenizer(models.WordLevel(vocab, unk_token="[UNK]"))
     tokenizer.pre_tokenizer = pre_tokenizers.Whitespace()
     directory = Path(directory)
-    model.save_pretrained(directory)
+    (model.half() if half else model).save_pretrained(directory)
     PreTrainedTokenizerFast(tokenizer_object=tokenizer, unk_token="[UNK]").save_pretrained(directory)
     return directory

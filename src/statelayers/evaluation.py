@@ -23,11 +23,13 @@ def evaluate_run(
     test_files: Mapping[int, str | Path],
     test_states: Mapping[int, str | Path],
     test_sequences: int,
+    probe_sequences: int | None = None,
 ) -> list[dict]:
-    """Write every layer's states on the whole probe split to ``probe_states`` and on the
-    first ``test_sequences`` test sequences of each length to ``test_states[length]``;
-    return one behaviour row per length, scored on all its test sequences."""
-    write_states(model, to_arrays(io.read_parquet(probe_file)), probe_states)
+    """Write every layer's states on the probe split (its first ``probe_sequences``, or
+    all) to ``probe_states`` and on the first ``test_sequences`` test sequences of each
+    length to ``test_states[length]``; return one behaviour row per length, scored on
+    all its test sequences."""
+    write_states(model, head(to_arrays(io.read_parquet(probe_file)), probe_sequences), probe_states)
     rows = []
     for length in sorted(test_files):
         data = to_arrays(io.read_parquet(test_files[length]))

@@ -52,7 +52,8 @@ def _layer_ticks(layers: list[int], most: int = 13) -> tuple[list[int], list[str
     """Ticks in the paper's numbering (the embedding, then blocks L0, L1, ...), thinned
     to at most about ``most`` for 24-layer pretrained models."""
     step = max(1, -(-len(layers) // most))
-    shown = [layer for i, layer in enumerate(layers) if i % step == 0 or layer == layers[-1]]
+    shown = [layer for i, layer in enumerate(layers) if i % step == 0 and len(layers) - 1 - i >= step / 2]
+    shown.append(layers[-1])
     return shown, ["emb" if layer == 0 else f"L{layer - 1}" for layer in shown]
 
 

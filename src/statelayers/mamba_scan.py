@@ -106,20 +106,22 @@ def selective_scan(
     **_: object,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     dtype = hidden_states.dtype
-    u = hidden_states.float()
-    dt = dt.float()
-    if delta_bias is not None:
-        dt = dt + delta_bias.float()[..., None]
-    if delta_softplus:
-        dt = F.softplus(dt)
-    inputs = (u, dt, A.float(), B.float(), C.float())
-    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
-        y, last_state = SelectiveScan.apply(*inputs)
-    else:  # inference: nothing to differentiate, so no per-step states are kept
-        y, last_state, _ = _scan(*inputs, keep_states=False)
-    if D is not None:
-        y = y + u * D.float()[None, :, None]
-    if z is not None:
-        y = y * F.silu(z.float())
+    # float32 throughout, also under bf16 autocast: the hand-written backward is float32.
+    with torch.autocast(hidden_states.device.type, enabled=False):
+        u = hidden_states.float()
+        dt = dt.float()
+        if delta_bias is not None:
+            dt = dt + delta_bias.float()[..., None]
+        if delta_softplus:
+            dt = F.softplus(dt)
+        inputs = (u, dt, A.float(), B.float(), C.float())
+        if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+            y, last_state = SelectiveScan.apply(*inputs)
+        else:  # inference: nothing to differentiate, so no per-step states are kept
+            y, last_state, _ = _scan(*inputs, keep_states=False)
+        if D is not None:
+            y = y + u * D.float()[None, :, None]
+        if z is not None:
+            y = y * F.silu(z.float())
     y = y.to(dtype)
     return (y, last_state) if return_last_state else y

@@ -54,6 +54,8 @@ class ModelSpec:
     config, not ``options``, builds the backbone, and ``d_model``/``n_layers`` mirror it."""
     token_ids: tuple[int, ...] | None = None
     """With ``pretrained``: the backbone's vocabulary id of each task symbol."""
+    added_tokens: int = 0
+    """With ``pretrained``: embedding rows appended for symbols that are not one token."""
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
@@ -90,7 +92,11 @@ def _hf_backbone(spec: ModelSpec) -> nn.Module:
     if spec.pretrained:  # the architecture only: weights come from the checkpoint or the fetched model
         from transformers import AutoConfig, AutoModel
 
-        return AutoModel.from_config(AutoConfig.from_pretrained(spec.pretrained))
+        config = AutoConfig.from_pretrained(spec.pretrained)
+        backbone = AutoModel.from_config(config, dtype=torch.float32)
+        if spec.added_tokens:
+            backbone.resize_token_embeddings(config.vocab_size + spec.added_tokens, mean_resizing=False)
+        return backbone
     from transformers import (
         GPTNeoXConfig,
         GPTNeoXModel,
@@ -312,17 +318,19 @@ def build_model(
 
     Mamba and Mamba-2 run under the backend of ``mamba`` (``backend``, ``scan``; see
     :func:`statelayers.backends.use_backend`) for a model on ``device``; the backend
-    in use is ``model.backend`` (``None`` for the other architectures).
+    in use is ``model.backend`` and Mamba-1's scan under PyTorch ``model.mamba_scan``
+    (both ``None`` where they do not apply).
     """
-    backend = None
+    backend = scan = None
     family = base_arch(spec.arch)
     if family in ("mamba", "mamba2"):
         from statelayers.backends import use_backend
 
         settings = {**MAMBA_DEFAULTS, **dict(mamba or {})}
         backend = use_backend(settings["backend"], device, settings["scan"])
+        scan = settings["scan"] if family == "mamba" and backend == "torch" else None
     model = SequenceTagger(spec, backbone)
-    model.backend = backend
+    model.backend, model.mamba_scan = backend, scan
     if spec.arch in NO_CONV:
         make_conv_identity(model)
     return model

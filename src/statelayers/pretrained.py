@@ -16,9 +16,12 @@ codedepth    keywords and operators as themselves; the token classes as
              ``x 1 "s" NEWLINE NL INDENT DEDENT ?`` (name, number, string, ...)
 ============ ===========================================================
 
-Each symbol takes the id of the first token of its text; two symbols that map to one
-id are an error. A token-classification head (linear, on the final hidden state) is
-trained with the whole backbone.
+A symbol whose text is one token of its own takes that token's id. Any other symbol
+(its text splits into several tokens, as many of Code-Depth's operators do in BPE
+vocabularies) gets a new embedding row appended to the backbone's, initialised by
+transformers' ``resize_token_embeddings`` from the mean and covariance of the
+existing rows. A token-classification head (linear, on the final hidden state) is
+trained with the whole backbone, in float32 whatever dtype the checkpoint was saved in.
 """
 
 from __future__ import annotations
@@ -71,28 +74,39 @@ def symbol_texts(task: str, params: Mapping | None = None) -> list[str]:
     raise ValueError(f"no symbol text for task {task!r}")
 
 
-def token_ids(tokenizer, texts: list[str]) -> tuple[int, ...]:
-    """The id of the first token of each text; distinct texts must get distinct ids."""
-    ids = []
+def token_ids(tokenizer, texts: list[str], vocab_size: int) -> tuple[tuple[int, ...], int]:
+    """Each text's id in a vocabulary of ``vocab_size`` embedding rows, and how many rows
+    must be appended: a text that is one token not already taken keeps that token,
+    every other text (several tokens, the unknown token, or a token taken) gets the next
+    new row (``vocab_size``, ``vocab_size + 1``, ...)."""
+    ids: list[int] = []
+    added = 0
     for text in texts:
         encoded = tokenizer.encode(text, add_special_tokens=False)
-        if not encoded:
-            raise ValueError(f"the tokenizer maps task symbol {text!r} to no token")
-        ids.append(int(encoded[0]))
-    clashes = {i: [t for t, j in zip(texts, ids) if j == i] for i in ids if ids.count(i) > 1}
-    if clashes:
-        raise ValueError(f"task symbols share a token id in this tokenizer: {clashes}")
-    return tuple(ids)
+        own = len(encoded) == 1 and encoded[0] != tokenizer.unk_token_id and encoded[0] < vocab_size
+        if own and encoded[0] not in ids:
+            ids.append(int(encoded[0]))
+        else:
+            ids.append(vocab_size + added)
+            added += 1
+    return tuple(ids), added
 
 
 def fetch(name: str, source: str, out_dir: str | Path) -> None:
     """Load ``source`` (hub id or directory) with ``from_pretrained`` and save model and
     tokenizer to ``out_dir`` (written to a temporary directory, then renamed)."""
-    from transformers import AutoModel, AutoTokenizer
+    import torch
+    from transformers import AutoConfig, AutoModel, AutoTokenizer
 
     out_dir = Path(out_dir)
     try:
-        model = AutoModel.from_pretrained(source)
+        model_type = AutoConfig.from_pretrained(source).model_type
+        if model_type not in MODEL_TYPES:
+            raise PretrainedUnavailable(
+                f"pretrained model {name!r} ({source}) is a {model_type!r} model; "
+                f"supported: {', '.join(MODEL_TYPES)}"
+            )
+        model = AutoModel.from_pretrained(source, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(source)
     except (OSError, ValueError) as err:
         raise PretrainedUnavailable(
@@ -101,12 +115,6 @@ def fetch(name: str, source: str, out_dir: str | Path) -> None:
             f"network run `hf download {source} --local-dir <dir>` (or save_pretrained model and "
             f"tokenizer there), copy <dir> here and set `pretrained.models.{name}: <dir>` in the config."
         ) from err
-    model_type = model.config.model_type
-    if model_type not in MODEL_TYPES:
-        raise PretrainedUnavailable(
-            f"pretrained model {name!r} ({source}) is a {model_type!r} model; "
-            f"supported: {', '.join(MODEL_TYPES)}"
-        )
     tmp = out_dir.with_name(out_dir.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     model.save_pretrained(tmp)
@@ -133,7 +141,9 @@ def pretrained_spec(pretrained: str, task: str, task_params: Mapping | None = No
     if config.model_type not in MODEL_TYPES:
         raise ValueError(f"{pretrained}: unsupported model_type {config.model_type!r}")
     sizes = task_spec(task, task_params)
-    ids = token_ids(AutoTokenizer.from_pretrained(pretrained), symbol_texts(task, task_params))
+    ids, added = token_ids(
+        AutoTokenizer.from_pretrained(pretrained), symbol_texts(task, task_params), config.vocab_size
+    )
     return ModelSpec(
         MODEL_TYPES[config.model_type],
         sizes.vocab_size,
@@ -142,11 +152,17 @@ def pretrained_spec(pretrained: str, task: str, task_params: Mapping | None = No
         n_layers=config.num_hidden_layers,
         pretrained=str(pretrained),
         token_ids=ids,
+        added_tokens=added,
     )
 
 
 def pretrained_tagger(spec: ModelSpec, mamba: Mapping | None = None, device: str = "cpu") -> SequenceTagger:
-    """A fresh (seeded by the caller) head on the pretrained weights of ``spec.pretrained``."""
+    """A fresh (seeded by the caller) head on the pretrained weights of ``spec.pretrained``,
+    in float32, with ``spec.added_tokens`` new embedding rows."""
+    import torch
     from transformers import AutoModel
 
-    return build_model(spec, mamba, backbone=AutoModel.from_pretrained(spec.pretrained), device=device)
+    backbone = AutoModel.from_pretrained(spec.pretrained, dtype=torch.float32)
+    if spec.added_tokens:
+        backbone.resize_token_embeddings(backbone.config.vocab_size + spec.added_tokens)
+    return build_model(spec, mamba, backbone=backbone, device=device)

@@ -63,8 +63,8 @@ def write_states(model: SequenceTagger, data: dict[str, np.ndarray], path: str |
     io.write_parquet(states_table(layer_states(model, data["tokens"]), data), path)
 
 
-def head(data: dict[str, np.ndarray], n: int) -> dict[str, np.ndarray]:
-    """The first ``n`` sequences of the arrays of a data file."""
+def head(data: dict[str, np.ndarray], n: int | None) -> dict[str, np.ndarray]:
+    """The first ``n`` sequences (all for ``None``) of the arrays of a data file."""
     return {name: values[:n] for name, values in data.items()}
 
 

@@ -8,9 +8,11 @@ such as S3: a cosine that starts decaying at once can end training before it. Ba
 are drawn with replacement from the training split by a torch generator seeded from
 the run's seed, so a run is reproducible given its inputs.
 
-Resuming: every ``resume_every`` seconds the loop saves everything it depends on
-(weights, optimizer, schedule, batch generator, running averages, history) to a
-resume file beside the checkpoint, tagged with a fingerprint of the run's inputs.
+Resuming: every ``resume_every`` seconds (or 20 times the last save's duration, if
+longer, so saving a large model costs at most 5 % of its training) the loop saves
+everything it depends on (weights, optimizer, schedule, batch generator, running
+averages, history) to a resume file beside the checkpoint, tagged with a fingerprint
+of the run's inputs (for a pretrained model, its backbone files too).
 A job killed mid-training and started again with the same inputs continues from the
 last save and ends with the same weights as an uninterrupted run; a resume file with
 another fingerprint is ignored. The file is removed once training finishes.
@@ -36,7 +38,6 @@ from statelayers import io
 from statelayers.behaviour import accuracy
 from statelayers.data import to_arrays
 from statelayers.models import (
-    MAMBA_DEFAULTS,
     SequenceTagger,
     build_model,
     count_parameters,
@@ -107,8 +108,33 @@ def fingerprint(*parts: object, files: tuple[str | Path, ...] = ()) -> str:
     """SHA-256 over JSON-serialisable ``parts`` and the bytes of ``files``."""
     digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode())
     for path in files:
-        digest.update(Path(path).read_bytes())
+        with open(path, "rb") as stream:  # in chunks: a pretrained backbone is gigabytes
+            for chunk in iter(lambda: stream.read(1 << 24), b""):
+                digest.update(chunk)
     return digest.hexdigest()
+
+
+def accumulate_gradients(
+    model: SequenceTagger,
+    tokens: torch.Tensor,
+    labels: torch.Tensor,
+    config: TrainConfig,
+    device: torch.device,
+) -> tuple[float, float]:
+    """Add the gradient of the mean cross-entropy over ``tokens`` to ``model``'s, in
+    micro-batches of ``config.batch_size`` (under bf16 autocast if configured); return
+    the mean loss and token accuracy of the micro-batches."""
+    loss_sum = acc_sum = 0.0
+    micro_batches = tokens.split(config.batch_size)
+    for x, y in zip(micro_batches, labels.split(config.batch_size)):
+        x, y = x.to(device), y.to(device)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.precision == "bf16"):
+            logits = model(x)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+        (loss / len(micro_batches)).backward()
+        loss_sum += loss.item()
+        acc_sum += (logits.argmax(-1) == y).float().mean().item()
+    return loss_sum / len(micro_batches), acc_sum / len(micro_batches)
 
 
 def train(
@@ -144,20 +170,15 @@ def train(
         first_step = saved["step"] + 1
         log.info("resuming from step %d (%s)", saved["step"], resume.path)
     start = time.perf_counter() - elapsed
-    last_save = time.perf_counter()
+    last_save, save_interval = time.perf_counter(), resume.every_seconds if resume else 0.0
     for step in range(first_step, config.steps + 1):
         index = torch.randint(
             len(tokens), (config.batch_size * config.grad_accumulation,), generator=generator
         )
         optimizer.zero_grad(set_to_none=True)
-        for micro in index.split(config.batch_size):
-            x, y = tokens[micro].to(device), labels[micro].to(device)
-            with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.precision == "bf16"):
-                logits = model(x)
-            loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
-            (loss / config.grad_accumulation).backward()
-            running_loss += loss.item() / config.grad_accumulation
-            running_acc += (logits.argmax(-1) == y).float().mean().item() / config.grad_accumulation
+        loss, acc = accumulate_gradients(model, tokens[index], labels[index], config, device)
+        running_loss += loss
+        running_acc += acc
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
         schedule.step()
@@ -185,7 +206,8 @@ def train(
                 f" val {row['validation_token_accuracy']:.3f}" if "validation_token_accuracy" in row else "",
                 row["seconds"],
             )
-        if resume and time.perf_counter() - last_save >= resume.every_seconds and step < config.steps:
+        if resume and time.perf_counter() - last_save >= save_interval and step < config.steps:
+            saving = time.perf_counter()
             resume.save(
                 {
                     "step": step,
@@ -200,8 +222,15 @@ def train(
                 }
             )
             last_save = time.perf_counter()
+            save_interval = max(resume.every_seconds, 20 * (last_save - saving))
     model.eval()
     return history
+
+
+def backbone_files(spec_params: dict) -> list[Path]:
+    """A pretrained backbone's files (config, weights, tokenizer), for the resume fingerprint."""
+    directory = spec_params.get("pretrained")
+    return sorted(p for p in Path(directory).iterdir() if p.is_file()) if directory else []
 
 
 def train_checkpoint(
@@ -227,17 +256,17 @@ def train_checkpoint(
     while training runs (saved every ``resume_every`` seconds).
     """
     resolved = resolve_device(device)
-    torch.manual_seed(seed)  # the seed decides the initial weights too
     if "pretrained" in spec_params:
         from statelayers.pretrained import pretrained_spec, pretrained_tagger
 
         spec = pretrained_spec(**spec_params)
+        torch.manual_seed(seed)  # the seed decides the head's initial weights (and added rows)
         model = pretrained_tagger(spec, mamba, device=resolved)
     else:
-        spec = matched_spec(**spec_params)
+        spec = matched_spec(**spec_params)  # instantiates trial models: seed only after it
+        torch.manual_seed(seed)  # the seed decides the initial weights too
         model = build_model(spec, mamba, device=resolved)
-    torch_mamba = spec.arch == "mamba" and model.backend == "torch"
-    scan = {**MAMBA_DEFAULTS, **dict(mamba or {})}["scan"] if torch_mamba else None
+    scan = model.mamba_scan
     log.info(
         "%s on %s: %d parameters (width %s), device %s, Mamba backend %s",
         spec.arch,
@@ -258,7 +287,7 @@ def train_checkpoint(
             model.backend,
             scan,
             torch.get_num_threads(),
-            files=(train_path, validation_path),
+            files=(train_path, validation_path, *backbone_files(spec_params)),
         ),
         resume_every,
     )

@@ -186,9 +186,10 @@ def train_settings(wildcards):
 
 
 def mamba_settings(wildcards):
-    """How Mamba and Mamba-2 run: the backend reaches their jobs (and the pretrained
-    models', which may be Mamba) only, the Mamba-1 scan Mamba-1's only, so changing
-    either reruns nothing else."""
+    """How Mamba and Mamba-2 run: the backend reaches their jobs only, the Mamba-1 scan
+    Mamba-1's only, so changing either reruns no other small architecture. Pretrained
+    models get both whatever their type (known only once fetched), so a change reruns
+    Pythia's jobs too."""
     training = config["training"]
     pretrained = is_pretrained(wildcards)
     if not pretrained and family(wildcards.arch) not in ("mamba", "mamba2"):
@@ -217,6 +218,14 @@ def model_gpu(wildcards):
     return 1 if is_pretrained(wildcards) else gpu_jobs()
 
 
+def intervention_settings(wildcards):
+    """The erasure settings of a run (a pretrained model's on its own, fewer, sequences)."""
+    settings = {k: v for k, v in config["interventions"].items() if k != "eval_lengths"}
+    if is_pretrained(wildcards):
+        settings["sequences"] = PRETRAINED_CONFIG["intervention_sequences"]
+    return settings
+
+
 def stored_test_sequences(wildcards):
     return (
         PRETRAINED_CONFIG["test_sequences"]
@@ -233,10 +242,12 @@ def test_state_files():
 
 
 def model_files(wildcards=None):
-    return {
+    """A trained run's files; a fine-tuned model is rebuilt from its backbone's config too."""
+    files = {
         "weights": f"{MODEL_DIR}/model.pt",
         "meta": f"{MODEL_DIR}/model.json",
     }
+    return files | (backbone_input(wildcards) if wildcards is not None else {})
 
 
 onstart:
@@ -285,12 +296,22 @@ def model_output(path):
 def run_scale():
     """One line that says at what scale this run measured, for the claims."""
     training, data, model = config["training"], config["data"], config["model"]
-    return (
+    scale = (
         f"{len(SEEDS)} seed{'s' * (len(SEEDS) != 1)}; {len(ARCHS)} architectures x {len(TASKS)} tasks; "
         f"{model['n_layers']} layers, d_model {model['d_model']}, ~{model['target_params']} parameters; "
         f"{training['steps']} steps x batch {training['batch_size']} at L {TRAIN_LENGTH} "
         f"from {data['train']} training sequences; eval lengths {EVAL_LENGTHS}"
     )
+    if PRETRAINED:
+        tuning = PRETRAINED_CONFIG["training"]
+        scale += (
+            f"; pretrained {', '.join(PRETRAINED)} fine-tuned {tuning['steps']} steps x "
+            f"{tuning['batch_size'] * tuning['grad_accumulation']} sequences, "
+            f"{len(PRETRAINED_SEEDS)} seed{'s' * (len(PRETRAINED_SEEDS) != 1)}"
+        )
+    if PATCHING_TASKS:
+        scale += f"; patching on {config['patching']['pairs']} pairs per run"
+    return scale
 
 
 def final_outputs():

@@ -19,6 +19,9 @@ rule evaluate:
         gpu=model_gpu,
     params:
         test_sequences=stored_test_sequences,
+        probe_sequences=lambda wc: (
+            PRETRAINED_CONFIG["probe_sequences"] if is_pretrained(wc) else None
+        ),
         device=config["training"]["device"],
         mamba=mamba_settings,
     script:

@@ -20,9 +20,7 @@ rule interventions:
     resources:
         gpu=model_gpu,
     params:
-        interventions={
-            k: v for k, v in config["interventions"].items() if k != "eval_lengths"
-        },
+        interventions=intervention_settings,
         probe=config["probes"],
         device=config["training"]["device"],
         mamba=mamba_settings,

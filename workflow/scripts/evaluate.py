@@ -16,5 +16,6 @@ rows = evaluate_run(
     test_files=runtime.length_inputs(sm.input),
     test_states=runtime.length_inputs(sm.output),
     test_sequences=sm.params.test_sequences,
+    probe_sequences=sm.params.probe_sequences,
 )
 io.write_csv(io.keyed_frame(rows, runtime.run_key(sm.wildcards)), sm.output.behaviour)
