@@ -191,16 +191,16 @@ def conv1d_rows(lost_pp):
     return pd.DataFrame(rows)
 
 
-def conv1d_verdict(lost_pp):
+def finding(number, **tables):
+    """The verdict row of finding ``number`` on paper-like behaviour and probes plus ``tables``."""
     claims = check_claims(
-        behaviour_table(paper_accuracy),
-        probes_table(paper_profile),
-        None,
-        None,
-        "synthetic",
-        conv1d=None if lost_pp is None else conv1d_rows(lost_pp),
+        behaviour_table(paper_accuracy), probes_table(paper_profile), None, None, "synthetic", **tables
     )
-    return claims.set_index("finding").loc[7]
+    return claims.set_index("finding").loc[number]
+
+
+def conv1d_verdict(lost_pp):
+    return finding(7, conv1d=None if lost_pp is None else conv1d_rows(lost_pp))
 
 
 def test_conv1d_finding_follows_the_twin_comparison():
@@ -255,19 +255,8 @@ def pretrained_tables(pythia_drops, mamba_last_drop, recovery):
     return pd.DataFrame(probes), pd.DataFrame(ablations), pd.DataFrame(patching)
 
 
-def pretrained_verdict(*tables):
-    probes, ablations, patching = tables
-    claims = check_claims(
-        behaviour_table(paper_accuracy),
-        probes_table(paper_profile),
-        None,
-        None,
-        "synthetic",
-        pretrained_probes=probes,
-        pretrained_ablations=ablations,
-        patching=patching,
-    )
-    return claims.set_index("finding").loc[6]
+def pretrained_verdict(probes, ablations, patching):
+    return finding(6, pretrained_probes=probes, pretrained_ablations=ablations, patching=patching)
 
 
 def test_pretrained_finding_follows_bottleneck_readability_and_patching():
