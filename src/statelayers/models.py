@@ -89,14 +89,10 @@ def make_conv_identity(model: nn.Module) -> int:
 
 
 def _hf_backbone(spec: ModelSpec) -> nn.Module:
-    if spec.pretrained:  # the architecture only: weights come from the checkpoint or the fetched model
-        from transformers import AutoConfig, AutoModel
+    if spec.pretrained:  # the architecture only: the weights come from the checkpoint
+        from statelayers.pretrained import pretrained_backbone
 
-        config = AutoConfig.from_pretrained(spec.pretrained)
-        backbone = AutoModel.from_config(config, dtype=torch.float32)
-        if spec.added_tokens:
-            backbone.resize_token_embeddings(config.vocab_size + spec.added_tokens, mean_resizing=False)
-        return backbone
+        return pretrained_backbone(spec, with_weights=False)
     from transformers import (
         GPTNeoXConfig,
         GPTNeoXModel,

@@ -156,13 +156,23 @@ def pretrained_spec(pretrained: str, task: str, task_params: Mapping | None = No
     )
 
 
-def pretrained_tagger(spec: ModelSpec, mamba: Mapping | None = None, device: str = "cpu") -> SequenceTagger:
-    """A fresh (seeded by the caller) head on the pretrained weights of ``spec.pretrained``,
-    in float32, with ``spec.added_tokens`` new embedding rows."""
+def pretrained_backbone(spec: ModelSpec, with_weights: bool = True):
+    """The backbone of ``spec.pretrained`` in float32 with ``spec.added_tokens`` new
+    embedding rows: with its pretrained weights (new rows drawn from the existing rows'
+    mean and covariance), or only its architecture, for a checkpoint to fill."""
     import torch
-    from transformers import AutoModel
+    from transformers import AutoConfig, AutoModel
 
-    backbone = AutoModel.from_pretrained(spec.pretrained, dtype=torch.float32)
+    if with_weights:
+        backbone = AutoModel.from_pretrained(spec.pretrained, dtype=torch.float32)
+    else:
+        backbone = AutoModel.from_config(AutoConfig.from_pretrained(spec.pretrained), dtype=torch.float32)
     if spec.added_tokens:
-        backbone.resize_token_embeddings(backbone.config.vocab_size + spec.added_tokens)
-    return build_model(spec, mamba, backbone=backbone, device=device)
+        rows = backbone.config.vocab_size + spec.added_tokens
+        backbone.resize_token_embeddings(rows, mean_resizing=with_weights)
+    return backbone
+
+
+def pretrained_tagger(spec: ModelSpec, mamba: Mapping | None = None, device: str = "cpu") -> SequenceTagger:
+    """A fresh (seeded by the caller) head on the pretrained weights of ``spec.pretrained``."""
+    return build_model(spec, mamba, backbone=pretrained_backbone(spec), device=device)
