@@ -35,20 +35,25 @@ REFERENCE_SCAN = inspect.unwrap(modeling_mamba.mamba_selective_scan)
 
 
 def _scan(u, dt, A, B, C, keep_states: bool):
-    """Run the recurrence; return ``y (b, d, l)``, the last state and, if asked, every state."""
-    batch, d_inner, length = u.shape
+    """Run the recurrence; return ``y (b, d, l)``, the last state and, if asked, every state.
+
+    The states are kept as one tensor per step, not slices of one ``(l, b, d, n)``
+    buffer: a buffer that large is a fresh ``mmap`` on every call, and its first-touch
+    page faults cost more than the arithmetic; step-sized blocks are reused by the
+    allocator.
+    """
     dt_t, u_t = dt.permute(2, 0, 1).contiguous(), u.permute(2, 0, 1).contiguous()
     B_t, C_t = B.permute(2, 0, 1).contiguous(), C.permute(2, 0, 1).contiguous()
-    states = u.new_empty(length, batch, d_inner, A.shape[1]) if keep_states else None
-    y = u.new_empty(length, batch, d_inner)
-    state = u.new_zeros(batch, d_inner, A.shape[1])
-    for t in range(length):
+    states, outputs = [], []
+    state = u.new_zeros(u.shape[0], u.shape[1], A.shape[1])
+    for t in range(len(u_t)):
         decay = torch.exp(dt_t[t].unsqueeze(-1) * A)
-        state = torch.addcmul(decay * state, (dt_t[t] * u_t[t]).unsqueeze(-1), B_t[t].unsqueeze(1))
+        state = torch.addcmul(decay.mul_(state), (dt_t[t] * u_t[t]).unsqueeze(-1), B_t[t].unsqueeze(1))
         if keep_states:
-            states[t] = state
-        y[t] = torch.matmul(state, C_t[t].unsqueeze(-1)).squeeze(-1)
-    return y.permute(1, 2, 0), state, (dt_t, u_t, B_t, C_t, states)
+            states.append(state)
+        outputs.append(torch.matmul(state, C_t[t].unsqueeze(-1)))
+    y = torch.cat(outputs, dim=-1)
+    return y, state, (dt_t, u_t, B_t, C_t, states)
 
 
 class SelectiveScan(torch.autograd.Function):
@@ -57,12 +62,12 @@ class SelectiveScan(torch.autograd.Function):
     @staticmethod
     def forward(ctx, u, dt, A, B, C):
         y, state, (dt_t, u_t, B_t, C_t, states) = _scan(u, dt, A, B, C, keep_states=True)
-        ctx.save_for_backward(dt_t, u_t, A, B_t, C_t, states)
+        ctx.save_for_backward(dt_t, u_t, A, B_t, C_t, *states)
         return y, state
 
     @staticmethod
     def backward(ctx, grad_y, grad_last_state):
-        dt_t, u_t, A, B_t, C_t, states = ctx.saved_tensors
+        dt_t, u_t, A, B_t, C_t, *states = ctx.saved_tensors
         grad_y = grad_y.permute(2, 0, 1)
         grad_dt, grad_u = torch.empty_like(dt_t), torch.empty_like(u_t)
         grad_B, grad_C = torch.empty_like(B_t), torch.empty_like(C_t)
