@@ -69,6 +69,14 @@ def test_inlp_lowers_decodability_with_iterations():
     assert acc[1] < acc[0] or acc[0] < 0.4
 
 
+def test_inlp_reusing_the_layer_probe_equals_fitting_it_again():
+    X, y, groups = separable(d=20, classes=4)
+    probe, _ = fit_probe(X, y, groups, ProbeConfig())
+    fresh = inlp(X, y, groups, 3, ProbeConfig())
+    reused = inlp(X, y, groups, 3, ProbeConfig(), first_probe=probe)
+    np.testing.assert_allclose(reused.left.numpy(), fresh.left.numpy(), atol=1e-10)
+
+
 def test_random_subspaces_are_orthonormal_and_differ():
     rng = np.random.default_rng(0)
     a, b = random_subspace(16, 4, rng), random_subspace(16, 4, rng)

@@ -99,11 +99,23 @@ def random_subspace(d: int, rank: int, rng: np.random.Generator) -> np.ndarray:
     return (q * np.sign(np.diag(r))).T
 
 
-def inlp(X: np.ndarray, y: np.ndarray, groups: np.ndarray, iterations: int, config: ProbeConfig) -> Erasure:
+def inlp(
+    X: np.ndarray,
+    y: np.ndarray,
+    groups: np.ndarray,
+    iterations: int,
+    config: ProbeConfig,
+    first_probe=None,
+) -> Erasure:
+    """``first_probe``: the probe already fit on ``X`` with ``config`` (the first
+    iteration's fit, which is deterministic), to save fitting it again."""
     directions = np.zeros((0, X.shape[1]))
-    for _ in range(iterations):
-        erased = projection("inlp", directions).apply_numpy(X) if len(directions) else X
-        probe, _ = fit_probe(erased, y, groups, config)
+    for iteration in range(iterations):
+        if iteration == 0 and first_probe is not None:
+            probe = first_probe
+        else:
+            erased = projection("inlp", directions).apply_numpy(X) if len(directions) else X
+            probe, _ = fit_probe(erased, y, groups, config)
         directions = np.vstack([directions, probe_directions(probe)])
     return projection("inlp", directions, k=iterations)
 
@@ -162,7 +174,7 @@ def erasures(
     X_fit, y_fit = X[train], y[train]
     primary = [projection("probe", probe_directions(probe))]
     primary += [projection("pca", PCA(k).fit(X_fit).components_, k=k) for k in config.pca_k if k < d]
-    primary += [inlp(X, y, groups, config.inlp_iterations, probe_config), leace(X_fit, y_fit)]
+    primary += [inlp(X, y, groups, config.inlp_iterations, probe_config, probe), leace(X_fit, y_fit)]
     ranks = sorted({e.rank for e in primary if e.rank > 0})
     yield from primary
     for rank in ranks:
