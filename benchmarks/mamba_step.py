@@ -21,6 +21,7 @@ import torch.nn.functional as F
 from transformers.models.mamba import modeling_mamba
 
 from statelayers.models import build_model, matched_spec
+from statelayers.train import TrainConfig, accumulate_gradients, parameter_groups
 
 
 def scan_free(hidden_states, dt, A, B, C, D=None, z=None, **_):
@@ -36,14 +37,15 @@ def step_seconds(arch: str, scan: str, steps: int, batch: int = 64, length: int 
     model = build_model(spec, {"backend": "torch", "scan": "fast" if scan == "scan-free" else scan}).train()
     if scan == "scan-free":  # after build_model, which points the scan at the backend's
         modeling_mamba.mamba_selective_scan = scan_free
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    config = TrainConfig(batch_size=batch)
+    optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr)
     tokens = torch.randint(0, spec.vocab_size, (batch, length))
     labels = torch.randint(0, spec.num_classes, (batch, length))
 
-    def step() -> None:
-        loss = F.cross_entropy(model(tokens).flatten(0, 1), labels.flatten())
-        optimizer.zero_grad()
-        loss.backward()
+    def step() -> None:  # what statelayers.train.train does per step, without the schedule
+        optimizer.zero_grad(set_to_none=True)
+        accumulate_gradients(model, tokens, labels, config, torch.device("cpu"))
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
 
     step()  # warm-up: allocator and kernel selection
