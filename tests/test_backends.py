@@ -21,6 +21,7 @@ from statelayers.backends import (
     kernels_importable,
     use_backend,
 )
+from statelayers.causal_conv import causal_conv1d
 from statelayers.mamba_scan import selective_scan
 from statelayers.models import ModelSpec, build_model
 
@@ -43,7 +44,9 @@ def test_torch_backend_runs_every_kernel_function_in_pytorch():
         assert inspect.unwrap(function) is function, name  # no kernel wrapper left
         assert implementation(function) == "transformers", name
     use_backend("torch", scan="fast")
-    assert dict(kernel_functions())["mamba_selective_scan"] is selective_scan
+    for name, function in kernel_functions():
+        expected = {"mamba_selective_scan": selective_scan, "causal_conv1d_fn": causal_conv1d}
+        assert function is expected.get(name, function), name
 
 
 def test_auto_is_torch_without_cuda_and_cuda_without_a_gpu_is_an_error():

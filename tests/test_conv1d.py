@@ -21,7 +21,8 @@ def tiny(arch):
 
 def recorded_conv_calls(monkeypatch, family):
     """Wrap the causal-conv function the mixers call (they read ``conv1d.weight`` and never
-    call the module, so a hook on it would not fire); record (input, output) pairs."""
+    call the module, so a hook on it would not fire); record (input, output) pairs, and
+    return them with the function wrapped."""
     import importlib
 
     module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
@@ -33,14 +34,16 @@ def recorded_conv_calls(monkeypatch, family):
         return out
 
     monkeypatch.setattr(module, "causal_conv1d_fn", recording)
-    return calls
+    return calls, original
 
 
-@pytest.mark.parametrize("backend", ["torch", "cuda"])
+@pytest.mark.parametrize("backend, scan", [("torch", "fast"), ("torch", "reference"), ("cuda", "fast")])
 @pytest.mark.parametrize("family", ["mamba", "mamba2"])
 @pytest.mark.parametrize("mode", ["train", "eval"])
-def test_the_twins_convolution_is_the_identity_on_the_path_that_runs(monkeypatch, family, mode, backend):
+def test_the_twins_convolution_is_the_identity_on_every_path(monkeypatch, family, mode, backend, scan):
+    """Every convolution there is: this package's and transformers' PyTorch ones, the kernel."""
     from statelayers.backends import kernels_importable
+    from statelayers.causal_conv import causal_conv1d
 
     if backend == "cuda" and not (torch.cuda.is_available() and kernels_importable()):
         pytest.skip("needs CUDA and mamba-ssm + causal-conv1d")
@@ -51,8 +54,10 @@ def test_the_twins_convolution_is_the_identity_on_the_path_that_runs(monkeypatch
     for arch in (family, f"{family}_noconv"):
         torch.manual_seed(0)
         spec = ModelSpec(arch, 5, 3, d_model=16, n_layers=2, options=OPTIONS[family])
-        models[arch] = getattr(build_model(spec, {"backend": backend}, device=device).to(device), mode)()
-    calls = recorded_conv_calls(monkeypatch, family)  # after building: the backend sets the function
+        mamba = {"backend": backend, "scan": scan}
+        models[arch] = getattr(build_model(spec, mamba, device=device).to(device), mode)()
+    calls, original = recorded_conv_calls(monkeypatch, family)  # after building: the backend sets it
+    assert (original is causal_conv1d) is (backend == "torch" and scan == "fast")
     for arch, model in models.items():
         calls.clear()
         model(torch.randint(0, 5, (2, 9), device=device))

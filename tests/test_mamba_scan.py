@@ -47,8 +47,13 @@ def test_gradcheck_in_double_precision():
 
 
 @pytest.mark.parametrize("mode", ["train", "eval"])
-def test_mamba_model_is_unchanged_by_the_fast_scan(mode):
-    model = build_model(ModelSpec("mamba", 5, 3, d_model=16, n_layers=2, options={"state_size": 4}))
+@pytest.mark.parametrize(
+    "arch, options",
+    [("mamba", {"state_size": 4}), ("mamba2", {"state_size": 8, "head_dim": 8, "chunk_size": 8})],
+)
+def test_models_are_unchanged_by_the_fast_kernels(arch, options, mode):
+    """Mamba-1 runs the fast scan and convolution, Mamba-2 the fast convolution."""
+    model = build_model(ModelSpec(arch, 5, 3, d_model=16, n_layers=2, options=options))
     getattr(model, mode)()
     tokens = torch.randint(0, 5, (4, 17))
     outputs = {}

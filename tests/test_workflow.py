@@ -186,9 +186,9 @@ def test_one_architectures_training_setting_reruns_only_its_chain(workdir):
     assert "task_data" not in {rule for rule, _ in jobs}
 
 
-def test_mamba_scan_setting_retrains_mamba_only(workdir):
+def test_mamba_scan_setting_retrains_the_mamba_families_only(workdir):
     jobs = planned_jobs(workdir, overlay(workdir, "scan.yaml", {"training": {"mamba_scan": "reference"}}))
-    assert {w["arch"] for rule, w in jobs if rule == "train"} == {"mamba"}
+    assert {w["arch"] for rule, w in jobs if rule == "train"} == {"mamba", "mamba2"}
 
 
 def test_lint_is_clean():

@@ -35,25 +35,28 @@ REFERENCE_SCAN = inspect.unwrap(modeling_mamba.mamba_selective_scan)
 
 
 def _scan(u, dt, A, B, C, keep_states: bool):
-    """Run the recurrence; return ``y (b, d, l)``, the last state and, if asked, every state.
+    """Run the recurrence; return ``y (b, d, l)``, the last state and what the backward needs.
 
-    The states are kept as one tensor per step, not slices of one ``(l, b, d, n)``
-    buffer: a buffer that large is a fresh ``mmap`` on every call, and its first-touch
-    page faults cost more than the arithmetic; step-sized blocks are reused by the
-    allocator.
+    With ``keep_states`` every step's state and decay are kept, as one tensor per step,
+    not slices of one ``(l, b, d, n)`` buffer: a buffer that large is a fresh ``mmap`` on
+    every call, and its first-touch page faults cost more than the arithmetic;
+    step-sized blocks are reused by the allocator. Keeping the decays spares the
+    backward pass recomputing its exponentials, the costliest operation per element.
     """
     dt_t, u_t = dt.permute(2, 0, 1).contiguous(), u.permute(2, 0, 1).contiguous()
     B_t, C_t = B.permute(2, 0, 1).contiguous(), C.permute(2, 0, 1).contiguous()
-    states, outputs = [], []
+    drive_t = dt_t * u_t
+    states, decays, outputs = [], [], []
     state = u.new_zeros(u.shape[0], u.shape[1], A.shape[1])
     for t in range(len(u_t)):
-        decay = torch.exp(dt_t[t].unsqueeze(-1) * A)
-        state = torch.addcmul(decay.mul_(state), (dt_t[t] * u_t[t]).unsqueeze(-1), B_t[t].unsqueeze(1))
+        decay = torch.mul(dt_t[t].unsqueeze(-1), A).exp_()
+        state = torch.mul(drive_t[t].unsqueeze(-1), B_t[t].unsqueeze(1)).addcmul_(decay, state)
         if keep_states:
             states.append(state)
-        outputs.append(torch.matmul(state, C_t[t].unsqueeze(-1)))
-    y = torch.cat(outputs, dim=-1)
-    return y, state, (dt_t, u_t, B_t, C_t, states)
+            decays.append(decay)
+        # (state * C).sum(-1) outruns a batched matrix-vector product here.
+        outputs.append((state * C_t[t].unsqueeze(1)).sum(-1))
+    return torch.stack(outputs, dim=-1), state, (dt_t, u_t, drive_t, B_t, C_t, states, decays)
 
 
 class SelectiveScan(torch.autograd.Function):
@@ -61,37 +64,35 @@ class SelectiveScan(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, u, dt, A, B, C):
-        y, state, (dt_t, u_t, B_t, C_t, states) = _scan(u, dt, A, B, C, keep_states=True)
-        ctx.save_for_backward(dt_t, u_t, A, B_t, C_t, *states)
+        y, state, (dt_t, u_t, drive_t, B_t, C_t, states, decays) = _scan(u, dt, A, B, C, keep_states=True)
+        ctx.length = len(states)
+        ctx.save_for_backward(dt_t, u_t, drive_t, A, B_t, C_t, *states, *decays)
         return y, state
 
     @staticmethod
     def backward(ctx, grad_y, grad_last_state):
-        dt_t, u_t, A, B_t, C_t, *states = ctx.saved_tensors
+        dt_t, u_t, drive_t, A, B_t, C_t, *kept = ctx.saved_tensors
+        states, decays = kept[: ctx.length], kept[ctx.length :]
         grad_y = grad_y.permute(2, 0, 1)
-        grad_dt, grad_u = torch.empty_like(dt_t), torch.empty_like(u_t)
         grad_B, grad_C = torch.empty_like(B_t), torch.empty_like(C_t)
-        grad_A = torch.zeros_like(A)
+        grad_drive, grad_exponent_dt = torch.empty_like(dt_t), torch.zeros_like(dt_t)
+        grad_A_per_batch = torch.zeros_like(states[0])  # summed over the batch once, after the loop
         grad_state = torch.zeros_like(states[0]) if grad_last_state is None else grad_last_state.clone()
-        for t in range(len(states) - 1, -1, -1):
+        for t in range(ctx.length - 1, -1, -1):
             grad_state = torch.addcmul(grad_state, grad_y[t].unsqueeze(-1), C_t[t].unsqueeze(1))
             grad_C[t] = torch.matmul(grad_y[t].unsqueeze(1), states[t]).squeeze(1)
-            decay = torch.exp(dt_t[t].unsqueeze(-1) * A)
-            drive = dt_t[t] * u_t[t]
-            grad_drive = torch.matmul(grad_state, B_t[t].unsqueeze(-1)).squeeze(-1)
-            grad_B[t] = torch.matmul(drive.unsqueeze(1), grad_state).squeeze(1)
-            if t > 0:
-                grad_exponent = grad_state * states[t - 1] * decay
-                grad_dt[t] = (grad_exponent * A).sum(-1) + grad_drive * u_t[t]
-                grad_A += (grad_exponent * dt_t[t].unsqueeze(-1)).sum(0)
-            else:
-                grad_dt[t] = grad_drive * u_t[t]
-            grad_u[t] = grad_drive * dt_t[t]
-            grad_state = grad_state * decay
+            grad_drive[t] = (grad_state * B_t[t].unsqueeze(1)).sum(-1)
+            grad_B[t] = torch.matmul(drive_t[t].unsqueeze(1), grad_state).squeeze(1)
+            grad_state = grad_state * decays[t]  # from here on: the gradient of h_{t-1}
+            if t > 0:  # h_{-1} = 0: the first decay multiplies nothing
+                grad_exponent = grad_state * states[t - 1]
+                grad_exponent_dt[t] = (grad_exponent * A).sum(-1)
+                grad_A_per_batch.addcmul_(grad_exponent, dt_t[t].unsqueeze(-1))
+        grad_dt = grad_exponent_dt.addcmul_(grad_drive, u_t)
         return (
-            grad_u.permute(1, 2, 0),
+            (grad_drive * dt_t).permute(1, 2, 0),
             grad_dt.permute(1, 2, 0),
-            grad_A,
+            grad_A_per_batch.sum(0),
             grad_B.permute(1, 2, 0),
             grad_C.permute(1, 2, 0),
         )

@@ -74,9 +74,10 @@ def make_conv_identity(model: nn.Module) -> int:
     """Fix every mixer's Conv1D to the identity and freeze it; return how many.
 
     The weights become a unit impulse at the last tap (the current position) and the
-    bias zero, so ``conv(x)_t = x_t`` on every execution path: the pure-PyTorch
-    mixers call the module, the CUDA kernels read ``conv1d.weight`` directly (where a
-    forward hook on the module would never fire). The SiLU after the convolution stays.
+    bias zero, so ``conv(x)_t = x_t`` on every execution path: transformers' reference,
+    :mod:`statelayers.causal_conv` and the CUDA kernels all read ``conv1d.weight``
+    directly and never call the module (where a forward hook would never fire). The SiLU
+    after the convolution stays.
     """
     convs = conv_layers(model)
     for conv in convs:
@@ -314,8 +315,8 @@ def build_model(
 
     Mamba and Mamba-2 run under the backend of ``mamba`` (``backend``, ``scan``; see
     :func:`statelayers.backends.use_backend`) for a model on ``device``; the backend
-    in use is ``model.backend`` and Mamba-1's scan under PyTorch ``model.mamba_scan``
-    (both ``None`` where they do not apply).
+    in use is ``model.backend`` and, under PyTorch, whose scan and convolution run
+    (``fast`` or ``reference``) ``model.mamba_scan`` (both ``None`` where they do not apply).
     """
     backend = scan = None
     family = base_arch(spec.arch)
@@ -324,7 +325,7 @@ def build_model(
 
         settings = {**MAMBA_DEFAULTS, **dict(mamba or {})}
         backend = use_backend(settings["backend"], device, settings["scan"])
-        scan = settings["scan"] if family == "mamba" and backend == "torch" else None
+        scan = settings["scan"] if backend == "torch" else None
     model = SequenceTagger(spec, backbone)
     model.backend, model.mamba_scan = backend, scan
     if spec.arch in NO_CONV:

@@ -186,18 +186,17 @@ def train_settings(wildcards):
 
 
 def mamba_settings(wildcards):
-    """How Mamba and Mamba-2 run: the backend reaches their jobs only, the Mamba-1 scan
-    Mamba-1's only, so changing either reruns no other small architecture. Pretrained
-    models get both whatever their type (known only once fetched), so a change reruns
-    Pythia's jobs too."""
+    """How Mamba and Mamba-2 run (the backend, and under it whose pure-PyTorch scan and
+    convolution): their jobs only, so a change reruns no other small architecture.
+    Pretrained models get both whatever their type (known only once fetched), so a
+    change reruns Pythia's jobs too."""
     training = config["training"]
-    pretrained = is_pretrained(wildcards)
-    if not pretrained and family(wildcards.arch) not in ("mamba", "mamba2"):
+    if not is_pretrained(wildcards) and family(wildcards.arch) not in (
+        "mamba",
+        "mamba2",
+    ):
         return None
-    settings = {"backend": training["mamba_backend"]}
-    if pretrained or family(wildcards.arch) == "mamba":
-        settings["scan"] = training["mamba_scan"]
-    return settings
+    return {"backend": training["mamba_backend"], "scan": training["mamba_scan"]}
 
 
 def gpu_jobs():

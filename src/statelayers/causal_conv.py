@@ -1,0 +1,40 @@
+"""A faster pure-PyTorch causal depthwise convolution for Mamba and Mamba-2 on CPU.
+
+Both mixers convolve each channel with its own short kernel (width ``k = 4``),
+
+.. math::
+    y_{c,t} = b_c + \\sum_{j=0}^{k-1} w_{c,j}\\, x_{c,\\,t-k+1+j}\\qquad (x_{c,s} = 0 \\text{ for } s < 0),
+
+which transformers' reference computes with a grouped ``F.conv1d``. On CPU that
+convolution's backward pass (``convolution_backward`` with one group per channel) costs
+about as much as the rest of the layer's elementwise work. Written as ``k`` shifted
+multiply-adds, forward and backward are plain broadcasts. The signature equals
+transformers' ``causal_conv1d_fn``; the tests check values and gradients against it.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from transformers.activations import ACT2FN
+
+
+def causal_conv1d(
+    hidden_states: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    activation: str | None = None,
+    **_: object,
+) -> torch.Tensor:
+    """``hidden_states (b, c, l)``, ``weight (c, k)``, ``bias (c,)``; returns ``(b, c, l)``."""
+    length, width = hidden_states.shape[-1], weight.shape[-1]
+    x = hidden_states.to(weight.dtype)
+    padded = F.pad(x, (width - 1, 0))
+    out = weight[:, -1, None] * x
+    if bias is not None:
+        out = out + bias[:, None]
+    for j in range(width - 1):
+        out = out + weight[:, j, None] * padded[..., j : j + length]
+    if activation is not None:
+        out = ACT2FN[activation](out)
+    return out.to(hidden_states.dtype)
