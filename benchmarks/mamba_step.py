@@ -69,7 +69,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument(
-        "--repeats", type=int, default=3, help="interleaved rounds; each row reports its fastest round"
+        "--repeats", type=int, default=3, help="interleaved rounds, fastest kept (the fallback runs once)"
     )
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
