@@ -53,3 +53,40 @@ def test_complete_run_reads_jobs_and_elapsed_time_of_finished_logs_only():
     )
     assert complete_run(finished) == (3, "0:41:07")
     assert complete_run("1 of 3 steps (33%) done\nError in rule train:\n") is None
+
+
+def test_conv1d_table_appears_only_when_given_and_marks_significance():
+    claims = pd.DataFrame([{"finding": 7, "verdict": "reproduced", "reason": "", "scale": "2 seeds"}])
+    conv1d = pd.DataFrame(
+        [
+            {
+                "family": "mamba",
+                "task": "s3",
+                "variant": "noconv_trained",
+                "difference_pp": -12.34,
+                "ci_low": -20.0,
+                "ci_high": -4.5,
+                "n_seeds": 3,
+                "p_value": 0.01,
+                "p_holm": 0.02,
+                "significant": True,
+            },
+            {
+                "family": "mamba2",
+                "task": "dyck",
+                "variant": "noconv_inference",
+                "difference_pp": 0.25,
+                "ci_low": -0.5,
+                "ci_high": 1.0,
+                "n_seeds": 3,
+                "p_value": float("nan"),
+                "p_holm": float("nan"),
+                "significant": False,
+            },
+        ]
+    )
+    without = results_section(claims, summary(), date="2026-12-01", run_time="10 jobs")
+    assert "Conv1D ablation" not in without
+    lines = results_section(claims, summary(), "2026-12-01", "10 jobs", conv1d_summary=conv1d).splitlines()
+    assert "| Mamba | s3 | trained without | -12.3 [-20.0, -4.5] | 3 | 0.02 * |" in lines
+    assert "| Mamba-2 | dyck | removed at inference | +0.2 [-0.5, +1.0] | 3 | n/a |" in lines

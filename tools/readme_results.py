@@ -1,7 +1,10 @@
 """Replace README.md's results section with the latest complete run in this directory.
 
 The run is the Snakemake log (``.snakemake/log``) with the most jobs among those that
-finished, the newest on ties: the full run, not a later partial rerun.
+finished, the newest on ties: the full run, not a later partial rerun. Complete runs
+after it (an overlay such as ``config/conv1d.yaml``, which only adds jobs) are named
+after it, since the result files include their work. The Conv1D table is included when
+the claims check measured finding 7.
 Usage: python tools/readme_results.py [README.md]
 """
 
@@ -14,20 +17,24 @@ import pandas as pd
 from statelayers.readme import complete_run, replace_section, results_section
 
 readme = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
-runs = []
+runs = []  # (log name, jobs, elapsed), oldest first: log names start with their start time
 for log in sorted(Path(".snakemake/log").glob("*.snakemake.log")):
     found = complete_run(log.read_text(errors="ignore"))
     if found:
-        runs.append((found[0], log.name, found[1]))
+        runs.append((log.name, *found))
 if not runs:
     sys.exit("no complete Snakemake run found under .snakemake/log")
-jobs, name, elapsed = max(runs)
-started = datetime.strptime(name[:17], "%Y-%m-%dT%H%M%S")
+base = max(range(len(runs)), key=lambda i: (runs[i][1], i))
+started = datetime.strptime(runs[base][0][:17], "%Y-%m-%dT%H%M%S")
+run_time = "; then ".join(f"{jobs} jobs, Snakemake wall time {elapsed}" for _, jobs, elapsed in runs[base:])
+claims = pd.read_csv("results/claims.csv")
+conv1d_measured = claims.set_index("finding")["measured"].notna().get(7, False)
 section = results_section(
-    pd.read_csv("results/claims.csv"),
+    claims,
     pd.read_csv("results/tables/behaviour_summary.csv"),
     date=started.strftime("%Y-%m-%d"),
-    run_time=f"{jobs} jobs, Snakemake wall time {elapsed} (h:mm:ss)",
+    run_time=run_time,
+    conv1d_summary=pd.read_csv("results/tables/conv1d_summary.csv") if conv1d_measured else None,
 )
 readme.write_text(replace_section(readme.read_text(), section))
-print(f"README results section from the run started {started} ({jobs} jobs, {elapsed})")
+print(f"README results section from the run started {started} ({run_time})")

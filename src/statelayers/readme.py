@@ -1,8 +1,9 @@
 """The README's results section, generated from a finished run's files.
 
 The section sits between two HTML comments in README.md and is replaced as a whole,
-so it always shows one run: its date, its scale, the claims verdicts and the
-behaviour table, with nothing typed in by hand.
+so it always shows one run: its date, its scale, the claims verdicts, the
+behaviour table and, when the run measured finding 7, the Conv1D ablation table, with
+nothing typed in by hand.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ ARCH_NAMES = {
     "mamba2": "Mamba-2",
     "lstm": "LSTM",
     "gru": "GRU",
+    "mamba_noconv": "Mamba without Conv1D",
+    "mamba2_noconv": "Mamba-2 without Conv1D",
 }
+VARIANT_NAMES = {"noconv_trained": "trained without", "noconv_inference": "removed at inference"}
 
 
 def _cell(row: pd.Series) -> str:
@@ -40,16 +44,48 @@ def behaviour_markdown(summary: pd.DataFrame, metric: str = "token_accuracy") ->
     return "\n".join(lines)
 
 
+def conv1d_markdown(summary: pd.DataFrame) -> str:
+    """One row per (family, task, variant) of ``conv1d_summary.csv``."""
+    lines = [
+        "| family | task | Conv1D | difference (pp) [95 % CI] | seeds | p (Holm) |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in summary.itertuples():
+        p_holm = "n/a" if pd.isna(row.p_holm) else f"{row.p_holm:.3g}" + (" *" if row.significant else "")
+        lines.append(
+            f"| {ARCH_NAMES.get(row.family, row.family)} | {row.task} | {VARIANT_NAMES[row.variant]} "
+            f"| {row.difference_pp:+.1f} [{row.ci_low:+.1f}, {row.ci_high:+.1f}] | {row.n_seeds} | {p_holm} |"
+        )
+    return "\n".join(lines)
+
+
 def _escape(text: str) -> str:
     return str(text).replace("|", "\\|")
 
 
-def results_section(claims: pd.DataFrame, behaviour_summary: pd.DataFrame, date: str, run_time: str) -> str:
+def results_section(
+    claims: pd.DataFrame,
+    behaviour_summary: pd.DataFrame,
+    date: str,
+    run_time: str,
+    conv1d_summary: pd.DataFrame | None = None,
+) -> str:
+    """The whole marked section; the Conv1D table only where ``conv1d_summary`` is given."""
     order = {name: i for i, name in enumerate(["parity", "s3", "dyck", "codedepth", *ARCH_NAMES])}
     summary = behaviour_summary.sort_values(["task", "arch"], key=lambda c: c.map(order).fillna(len(order)))
     verdicts = "\n".join(
         f"| {row.finding} | **{row.verdict}** | {_escape(row.reason)} |" for row in claims.itertuples()
     )
+    conv1d_lines = []
+    if conv1d_summary is not None:
+        conv1d_lines = [
+            "Conv1D ablation: token accuracy of the ablated model minus its family's, percentage",
+            "points averaged over evaluation lengths, mean over seeds [95 % bootstrap CI], paired",
+            "t-test over seeds with Holm's correction (* below 0.05):",
+            "",
+            conv1d_markdown(conv1d_summary),
+            "",
+        ]
     return "\n".join(
         [
             START,
@@ -63,6 +99,7 @@ def results_section(claims: pd.DataFrame, behaviour_summary: pd.DataFrame, date:
             "",
             behaviour_markdown(summary),
             "",
+            *conv1d_lines,
             "The numbers behind every verdict are in `results/claims.md`; regenerate this section",
             "after a run with `make readme-results`.",
             END,
