@@ -47,14 +47,19 @@ def snakemake(
 
 def planned_jobs(workdir: Path, *configfiles: Path) -> list[tuple[str, dict]]:
     """(rule, wildcards) of every job a dry run would execute."""
-    out = snakemake(workdir, "-n", "--configfile", "config/test.yaml", *map(str, configfiles)).stdout
+    return listed_jobs(
+        snakemake(workdir, "-n", "--configfile", "config/test.yaml", *map(str, configfiles)).stdout
+    )
+
+
+def listed_jobs(out: str) -> list[tuple[str, dict]]:
+    """(rule, wildcards) of the jobs in Snakemake's output or log, in the order listed."""
     jobs = []
-    for block in re.split(r"\n\s*\n", out):
-        rule = re.search(r"^(?:local)?rule (\w+):", block, re.M)
-        if rule:
-            found = re.search(r"^\s+wildcards: (.*)$", block, re.M)
-            wildcards = dict(kv.split("=", 1) for kv in found.group(1).split(", ")) if found else {}
-            jobs.append((rule.group(1), wildcards))
+    # A job is its rule line and the indented lines under it (the log has no blank lines between jobs).
+    for job in re.finditer(r"^(?:local)?rule (\w+):\n((?:[ \t]+.*\n?)*)", out, re.M):
+        found = re.search(r"^\s+wildcards: (.*)$", job.group(2), re.M)
+        wildcards = dict(kv.split("=", 1) for kv in found.group(1).split(", ")) if found else {}
+        jobs.append((job.group(1), wildcards))
     return jobs
 
 
@@ -155,6 +160,16 @@ def test_every_job_leaves_a_log_and_a_benchmark(workdir):
 
 def test_nothing_is_pending_after_a_complete_run(workdir):
     assert planned_jobs(workdir) == []
+
+
+def test_training_jobs_start_longest_first(workdir):
+    """Jobs of one task become ready together (they share its data); train_priority
+    must then start them by the families' training time, longest first."""
+    first_run = sorted((workdir / ".snakemake" / "log").glob("*.snakemake.log"))[0]
+    started = [w for rule, w in listed_jobs(first_run.read_text()) if rule == "train"]
+    longest_first = ["mamba2", "mamba", "transformer", "gru", "lstm"]
+    for task in ("parity", "s3", "dyck"):
+        assert [w["arch"] for w in started if w["task"] == task] == longest_first
 
 
 def test_probe_setting_reruns_probes_and_their_consumers_only(workdir):

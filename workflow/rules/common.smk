@@ -199,6 +199,20 @@ def mamba_settings(wildcards):
     return {"backend": training["mamba_backend"], "scan": training["mamba_scan"]}
 
 
+# The families by training-job wall time at the default scale, shortest first (README,
+# "Cost at the default scale"). Snakemake starts the ready jobs of highest priority
+# first; longest first keeps a long job from starting last and running alone while the
+# other cores idle (a 260 s Mamba-2 job did, in a 2-core run).
+TRAINING_TIME_ORDER = ["lstm", "gru", "transformer", "mamba", "mamba2"]
+
+
+def train_priority(wildcards):
+    """Pretrained fine-tuning first, then Mamba-2, Mamba, Transformer, GRU, LSTM."""
+    if is_pretrained(wildcards):
+        return len(TRAINING_TIME_ORDER) + 1
+    return TRAINING_TIME_ORDER.index(family(wildcards.arch)) + 1
+
+
 def gpu_jobs():
     """GPU tokens a model job takes: 1 when it will run on CUDA, else 0.
 

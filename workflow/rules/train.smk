@@ -11,6 +11,7 @@ rule train:
         f"results/logs/train/{RUN}.log",
     benchmark:
         f"results/benchmarks/train/{RUN}.tsv"
+    priority: train_priority
     retries: config["retries"]
     conda:
         CONDA_ENV
