@@ -42,6 +42,9 @@ def test_section_replaces_only_the_marked_block():
     assert updated.startswith("# Title\n\nintro\n") and updated.endswith("\n## Next\n")
     assert "old numbers" not in updated and "| 1 | **not reproduced** | CI below the bound |" in updated
     assert "2026-11-30" in updated and "2 seeds" in updated
+    assert "both seeds agree, not that the difference is significant" in updated  # n_seeds is 2
+    three_seeds = results_section(claims, summary().assign(n_seeds=3), date="2026-11-30", run_time="87 jobs")
+    assert "both seeds agree" not in three_seeds
     assert replace_section(updated, section) == updated  # idempotent
     with pytest.raises(ValueError):
         replace_section("no markers", section)

@@ -76,6 +76,14 @@ def results_section(
     verdicts = "\n".join(
         f"| {row.finding} | **{row.verdict}** | {_escape(row.reason)} |" for row in claims.itertuples()
     )
+    seeds = int(behaviour_summary["n_seeds"].min())
+    seed_note = []
+    if seeds == 2:  # resampled means of two values lie between them (one value has no interval)
+        seed_note = [
+            "With 2 seeds a percentile-bootstrap interval spans the two seeds' values: an interval",
+            "clear of the bound says both seeds agree, not that the difference is significant.",
+            "",
+        ]
     conv1d_lines = []
     if conv1d_summary is not None:
         conv1d_lines = [
@@ -95,6 +103,7 @@ def results_section(
             "| --- | --- | --- |",
             verdicts,
             "",
+            *seed_note,
             "Token accuracy by evaluation length, mean over seeds [95 % bootstrap CI]:",
             "",
             behaviour_markdown(summary),
