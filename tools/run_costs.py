@@ -31,7 +31,7 @@ jobs = pd.DataFrame(rows)
 main_stages = ["train", "evaluate", "probes", "interventions", "patching", "conv1d"]
 jobs["group"] = jobs["stage"].where(jobs["stage"].isin(main_stages), "data, tables, figures, claims")
 print("| stage | jobs | CPU s (wall s) |\n| --- | --- | --- |")
-for group, frame in jobs.groupby("group", sort=False):
+for group, frame in jobs.groupby("group"):
     print(f"| {group} | {len(frame)} | {frame['cpu_s'].sum():.0f} ({frame['wall_s'].sum():.0f}) |")
 
 runs = jobs.dropna(subset=["run"]).pivot_table(index=["arch", "run"], columns="stage", values="wall_s")

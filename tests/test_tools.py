@@ -1,0 +1,65 @@
+"""The maintenance scripts under tools/ on small files made here."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
+
+
+def write_benchmark(root: Path, relative: str, wall: float, cpu: float) -> None:
+    path = root / relative
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(HEADER + f"{wall}\t0:00:00\t1\t1\t1\t1\t0\t0\t50\t{cpu}\n")
+
+
+def test_run_costs_sums_stages_and_shares_of_training(tmp_path):
+    for seed, train in ((0, 40.0), (1, 60.0)):
+        write_benchmark(tmp_path, f"train/lstm/parity/seed{seed}.tsv", train, train / 2)
+        write_benchmark(tmp_path, f"probes/lstm/parity/seed{seed}.tsv", 5.0, 4.0)
+        write_benchmark(tmp_path, f"interventions/lstm/parity/seed{seed}.tsv", 15.0, 12.0)
+    write_benchmark(tmp_path, "data/parity/train_L40.tsv", 2.0, 1.0)
+    out = subprocess.run(
+        [sys.executable, str(REPO / "tools" / "run_costs.py"), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "| train | 2 | 50 (100) |" in out
+    assert "| interventions | 2 | 24 (30) |" in out
+    assert "| data, tables, figures, claims | 1 | 1 (2) |" in out
+    # (5 + 15) / 40 = 50 %, (5 + 15) / 60 = 33 %, all: 40 / 100 = 40 %
+    assert "| lstm | 40-60 | 40% (33%-50%) |" in out
+    # data + probes: 2 + 10 = 12 s of 100 s of training
+    assert "neither training nor interventions: 12.0% of training wall time" in out
+
+
+def test_readme_results_names_the_full_run_then_its_overlay_and_adds_conv1d_when_measured(tmp_path):
+    logs = tmp_path / ".snakemake" / "log"
+    logs.mkdir(parents=True)
+    done = "{n} of {n} steps (100%) done\nElapsed time: {t}.5\n"
+    (logs / "2026-12-01T030000.000001.snakemake.log").write_text(done.format(n=156, t="0:42:28"))
+    (logs / "2026-12-01T040000.000001.snakemake.log").write_text(done.format(n=73, t="0:36:47"))
+    (logs / "2026-12-01T050000.000001.snakemake.log").write_text("1 of 9 steps (11%) done\n")  # failed
+    tables = tmp_path / "results" / "tables"
+    tables.mkdir(parents=True)
+    claims = "finding,verdict,reason,measured,paper,scale\n7,reproduced,ok,m: +1 [+1 to +2],p,2 seeds\n"
+    (tmp_path / "results" / "claims.csv").write_text(claims)
+    (tables / "behaviour_summary.csv").write_text(
+        "arch,task,eval_length,metric,mean,ci_low,ci_high,n_seeds\nlstm,parity,40,token_accuracy,1.0,1.0,1.0,2\n"
+    )
+    (tables / "conv1d_summary.csv").write_text(
+        "family,task,variant,difference_pp,ci_low,ci_high,n_seeds,p_value,p_holm,significant\n"
+        "mamba,s3,noconv_trained,-7.6,-8.3,-7.0,2,0.05,0.4,False\n"
+    )
+    readme = tmp_path / "README.md"
+    readme.write_text("# R\n<!-- results:start -->\nold\n<!-- results:end -->\n")
+    tool = [sys.executable, str(REPO / "tools" / "readme_results.py"), "README.md"]
+    subprocess.run(tool, cwd=tmp_path, check=True, capture_output=True)
+    text = readme.read_text()
+    assert "Run of 2026-12-01 (156 jobs, Snakemake wall time 0:42:28; then 73 jobs" in text
+    assert "| Mamba | s3 | trained without | -7.6 [-8.3, -7.0] | 2 | 0.4 |" in text
+    (tmp_path / "results" / "claims.csv").write_text(claims.replace("m: +1 [+1 to +2]", ""))  # 7 not measured
+    subprocess.run(tool, cwd=tmp_path, check=True, capture_output=True)
+    assert "Conv1D ablation" not in readme.read_text()
