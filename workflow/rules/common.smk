@@ -90,6 +90,10 @@ def family(arch):
     return arch.removesuffix("_noconv")
 
 
+# The families whose mixers the Mamba backend and pure-PyTorch kernels settings reach.
+SSM_FAMILIES = ("mamba", "mamba2")
+
+
 # Families whose Conv1D attribution runs: both the family and its twin are in the study.
 CONV1D_FAMILIES = [
     family(arch) for arch in ARCHS if arch.endswith("_noconv") and family(arch) in ARCHS
@@ -191,10 +195,7 @@ def mamba_settings(wildcards):
     Pretrained models get both whatever their type (known only once fetched), so a
     change reruns Pythia's jobs too."""
     training = config["training"]
-    if not is_pretrained(wildcards) and family(wildcards.arch) not in (
-        "mamba",
-        "mamba2",
-    ):
+    if not is_pretrained(wildcards) and family(wildcards.arch) not in SSM_FAMILIES:
         return None
     return {"backend": training["mamba_backend"], "scan": training["mamba_scan"]}
 
@@ -293,7 +294,7 @@ def check_devices():
             "config: training.device is 'cuda' but this machine has no NVIDIA GPU "
             "(nvidia-smi not found); use 'auto' or 'cpu'"
         )
-    mamba_jobs = PRETRAINED or [a for a in ARCHS if family(a) in ("mamba", "mamba2")]
+    mamba_jobs = PRETRAINED or [a for a in ARCHS if family(a) in SSM_FAMILIES]
     if training["mamba_backend"] == "cuda" and mamba_jobs:
         raise ValueError(
             "config: training.mamba_backend is 'cuda' (the mamba-ssm kernels) but this machine "
