@@ -10,9 +10,10 @@ backend of every model in the process. The weights are the same either way, so o
 checkpoint runs under both.
 
 ``auto`` means ``cuda`` when the model runs on a CUDA device and both packages import,
-else ``torch``. Under ``torch``, ``scan="fast"`` runs Mamba-1's selective scan from
-:mod:`statelayers.mamba_scan` and both mixers' causal convolution from
-:mod:`statelayers.causal_conv`; ``scan="reference"`` runs transformers' own PyTorch code.
+else ``torch``. Under ``torch``, ``scan="fast"`` runs Mamba-1's selective scan and
+Mamba-2's SSD scan from :mod:`statelayers.mamba_scan` (compiled CPU kernels) and both
+mixers' causal convolution from :mod:`statelayers.causal_conv`; ``scan="reference"``
+runs transformers' own PyTorch code.
 
 The kernels read ``conv1d.weight`` directly and never call the Conv1D module, which is
 why the Conv1D ablation sets weights (:func:`statelayers.models.make_conv_identity`)
@@ -98,7 +99,7 @@ def use_backend(backend: str, device: torch.device | str = "cpu", scan: str = "f
     process (under ``torch``: this package's scan and convolution, or transformers', as
     ``scan`` says); return the backend in use."""
     from statelayers.causal_conv import causal_conv1d
-    from statelayers.mamba_scan import REFERENCE_SCAN, selective_scan
+    from statelayers.mamba_scan import REFERENCE_CHUNK_SCAN, REFERENCE_SCAN, chunk_scan, selective_scan
 
     if scan not in ("fast", "reference"):
         raise ValueError(f"unknown Mamba scan {scan!r}; expected 'fast' or 'reference'")
@@ -112,6 +113,8 @@ def use_backend(backend: str, device: torch.device | str = "cpu", scan: str = "f
     if resolved == "torch":
         mamba = importlib.import_module("transformers.models.mamba.modeling_mamba")
         mamba.mamba_selective_scan = selective_scan if scan == "fast" else REFERENCE_SCAN
+        mamba2 = importlib.import_module("transformers.models.mamba2.modeling_mamba2")
+        mamba2.mamba2_chunk_scan = chunk_scan if scan == "fast" else REFERENCE_CHUNK_SCAN
         if scan == "fast":
             for module_name in KERNEL_FUNCTIONS:
                 importlib.import_module(module_name).causal_conv1d_fn = causal_conv1d

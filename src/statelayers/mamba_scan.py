@@ -1,4 +1,13 @@
-"""A faster pure-PyTorch selective scan for transformers' Mamba-1 on CPU.
+"""The ``fast`` scans that transformers' Mamba and Mamba-2 mixers call under the
+``torch`` backend: the fused numba kernels on CPU, PyTorch elsewhere.
+
+On CPU tensors :func:`selective_scan` (Mamba-1) runs
+:func:`statelayers.kernels.selective_scan.selective_scan_fn` and :func:`chunk_scan`
+(Mamba-2) runs :func:`statelayers.kernels.ssd.mamba_chunk_scan_combined`: softplus,
+bias, skip and gate fused into one compiled pass, forward and backward. On other devices
+(a GPU without mamba-ssm) Mamba-1 runs the PyTorch scan below and Mamba-2
+transformers' chunked PyTorch scan, as does a Mamba-2 call with an initial state
+(generation with a cache, which the workflow never does).
 
 transformers' reference scan indexes ``discrete_A[:, :, t]`` inside its loop; autograd
 then materialises a full-size zero gradient per step, so its backward pass is
@@ -29,9 +38,12 @@ import inspect
 import torch
 import torch.nn.functional as F
 from transformers.models.mamba import modeling_mamba
+from transformers.models.mamba2 import modeling_mamba2
 
 REFERENCE_SCAN = inspect.unwrap(modeling_mamba.mamba_selective_scan)
 """transformers' PyTorch loop (never a CUDA kernel), the reference the tests compare with."""
+REFERENCE_CHUNK_SCAN = inspect.unwrap(modeling_mamba2.mamba2_chunk_scan)
+"""transformers' chunked PyTorch SSD for Mamba-2, likewise."""
 
 
 def _scan(u, dt, A, B, C, keep_states: bool):
@@ -111,23 +123,66 @@ def selective_scan(
     return_last_state: bool = False,
     **_: object,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """transformers' ``mamba_selective_scan`` signature; float32 throughout, also under
+    bf16 autocast (both backward passes are float32)."""
     dtype = hidden_states.dtype
-    # float32 throughout, also under bf16 autocast: the hand-written backward is float32.
     with torch.autocast(hidden_states.device.type, enabled=False):
-        u = hidden_states.float()
-        dt = dt.float()
-        if delta_bias is not None:
-            dt = dt + delta_bias.float()[..., None]
-        if delta_softplus:
-            dt = F.softplus(dt)
-        inputs = (u, dt, A.float(), B.float(), C.float())
-        if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
-            y, last_state = SelectiveScan.apply(*inputs)
-        else:  # inference: nothing to differentiate, so no per-step states are kept
-            y, last_state, _ = _scan(*inputs, keep_states=False)
-        if D is not None:
-            y = y + u * D.float()[None, :, None]
-        if z is not None:
-            y = y * F.silu(z.float())
+        inputs = [None if t is None else t.float() for t in (hidden_states, dt, A, B, C, D, z, delta_bias)]
+        if hidden_states.device.type == "cpu":
+            from statelayers.kernels.selective_scan import selective_scan_fn
+
+            y, last_state = selective_scan_fn(*inputs, delta_softplus=delta_softplus, return_last_state=True)
+        else:
+            y, last_state = torch_selective_scan(*inputs, delta_softplus=delta_softplus)
     y = y.to(dtype)
     return (y, last_state) if return_last_state else y
+
+
+def torch_selective_scan(u, dt, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False):
+    """The scan in PyTorch operations (:class:`SelectiveScan`); returns ``(y, last_state)``."""
+    if delta_bias is not None:
+        dt = dt + delta_bias[..., None]
+    if delta_softplus:
+        dt = F.softplus(dt)
+    inputs = (u, dt, A, B, C)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+        y, last_state = SelectiveScan.apply(*inputs)
+    else:  # inference: nothing to differentiate, so no per-step states are kept
+        y, last_state, _ = _scan(*inputs, keep_states=False)
+    if D is not None:
+        y = y + u * D[None, :, None]
+    if z is not None:
+        y = y * F.silu(z)
+    return y, last_state
+
+
+def chunk_scan(
+    hidden_states: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    chunk_size: int,
+    D: torch.Tensor | None = None,
+    dt_bias: torch.Tensor | None = None,
+    initial_states: torch.Tensor | None = None,
+    dt_softplus: bool = False,
+    dt_limit: tuple[float, float] = (0.0, float("inf")),
+    return_final_states: bool = False,
+    **kwargs: object,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """transformers' ``mamba2_chunk_scan`` signature; float32 throughout, like it."""
+    if hidden_states.device.type != "cpu" or initial_states is not None:
+        return REFERENCE_CHUNK_SCAN(
+            hidden_states, dt, A, B, C, chunk_size, D=D, dt_bias=dt_bias, initial_states=initial_states,
+            dt_softplus=dt_softplus, dt_limit=dt_limit, return_final_states=return_final_states, **kwargs,
+        )  # fmt: skip
+    from statelayers.kernels.ssd import mamba_chunk_scan_combined
+
+    with torch.autocast("cpu", enabled=False):
+        inputs = [None if t is None else t.float() for t in (hidden_states, dt, A, B, C, D, dt_bias)]
+        x, dt, A, B, C, D, dt_bias = inputs
+        return mamba_chunk_scan_combined(
+            x, dt, A, B, C, chunk_size, D=D, dt_bias=dt_bias, dt_softplus=dt_softplus, dt_limit=dt_limit,
+            return_final_states=return_final_states,
+        )  # fmt: skip
