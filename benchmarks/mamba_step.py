@@ -1,28 +1,54 @@
-"""Time one CPU training step of Mamba-1 against the LSTM, side by side in one process.
+"""Time one CPU training step of Mamba-1 and Mamba-2 against the LSTM, side by side in one process.
 
-Usage: ``python benchmarks/mamba_step.py [--threads 2] [--steps 8] [--repeats 3]``
+Usage: ``python benchmarks/mamba_step.py [--threads 1 2] [--steps 8] [--repeats 3]
+[--csv PATH] [--compile] [--profile MODEL]``
 
-The models are the workflow's: 4 layers, d_model 128, parameter-matched to 830K (so
-Mamba's inner width is 448), one AdamW step on a batch of 64 parity sequences of
-length 40. Rows: the LSTM; Mamba with this package's scan and causal convolution
-(:mod:`statelayers.mamba_scan`, :mod:`statelayers.causal_conv`); Mamba with
-transformers' PyTorch fallback (its sequential scan and grouped ``F.conv1d``); and
-Mamba with this package's convolution and the scan replaced by its scan-free part
-(``D u`` gated by ``silu(z)``), a lower bound on what any scan can reach inside
-transformers' mixer (projections, Conv1D, activations).
+The models are the workflow's (``model`` in config/config.yaml: 4 layers, d_model 128,
+parameter-matched to 830K, Mamba-2 with its state size, head size and chunk), one
+AdamW step of :mod:`statelayers.train` on a batch of 64 parity sequences of length 40.
+Rows: the LSTM; Mamba and Mamba-2 with the ``fast`` path (the fused numba kernels of
+:mod:`statelayers.kernels` and this package's causal convolution); both with
+transformers' PyTorch code (``reference``); and Mamba with its scan replaced by the
+scan-free part (``D u`` gated by ``silu(z)``), a floor for any scan inside
+transformers' mixer (projections, Conv1D, activations). Rounds are interleaved and the
+fastest of each row kept; the reference rows run once (10-300 x slower, their noise
+does not matter). ``--csv`` writes ``model, threads, ms_per_step, ratio_to_lstm``.
+
+``--compile`` times ``python -m statelayers.kernels`` (a process that imports torch and
+numba and runs each kernel forward and backward once) with an empty numba cache, then
+with the cache that run left: the first-call cost of a job on a cold and a warm cache.
+``--profile MODEL`` prints torch.profiler's top operations of that row's step (where
+the remaining time goes).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
+import pandas as pd
 import torch
 import torch.nn.functional as F
+import yaml
 from transformers.models.mamba import modeling_mamba
 
 from statelayers.models import build_model, matched_spec
 from statelayers.train import TrainConfig, accumulate_gradients, parameter_groups
+
+CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
+ROWS = {
+    "lstm": ("lstm", "fast"),
+    "mamba": ("mamba", "fast"),
+    "mamba2": ("mamba2", "fast"),
+    "mamba, scan-free floor": ("mamba", "scan-free"),
+    "mamba, transformers' fallback": ("mamba", "reference"),
+    "mamba2, transformers' fallback": ("mamba2", "reference"),
+}
 
 
 def scan_free(hidden_states, dt, A, B, C, D=None, z=None, **_):
@@ -31,10 +57,20 @@ def scan_free(hidden_states, dt, A, B, C, D=None, z=None, **_):
     return (hidden_states * D[None, :, None] + touch) * F.silu(z)
 
 
-def step_seconds(arch: str, scan: str, steps: int, batch: int = 64, length: int = 40) -> float:
-    """Mean seconds per step; ``scan`` is ``fast``, ``reference`` or ``scan-free``."""
+def make_step(arch: str, scan: str, batch: int = 64, length: int = 40):
+    """One training step of the workflow's ``arch`` as a closure; ``scan`` is ``fast``,
+    ``reference`` or ``scan-free``."""
+    model_config = yaml.safe_load(CONFIG.read_text())["model"]
     torch.manual_seed(0)
-    spec = matched_spec(arch, "parity", None, d_model=128, n_layers=4, options={}, target_params=830_000)
+    spec = matched_spec(
+        arch,
+        "parity",
+        None,
+        d_model=model_config["d_model"],
+        n_layers=model_config["n_layers"],
+        options=model_config["options"].get(arch, {}),
+        target_params=model_config["target_params"],
+    )
     model = build_model(spec, {"backend": "torch", "scan": "fast" if scan == "scan-free" else scan}).train()
     if scan == "scan-free":  # after build_model, which points the scan at the backend's
         modeling_mamba.mamba_selective_scan = scan_free
@@ -49,45 +85,95 @@ def step_seconds(arch: str, scan: str, steps: int, batch: int = 64, length: int 
         torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         optimizer.step()
 
-    step()  # warm-up: allocator and kernel selection
+    return step
+
+
+def step_seconds(arch: str, scan: str, steps: int) -> float:
+    """Mean seconds per step after one warm-up step (allocator, kernel selection)."""
+    step = make_step(arch, scan)
+    step()
     start = time.perf_counter()
     for _ in range(steps):
         step()
     return (time.perf_counter() - start) / steps
 
 
-ROWS = {
-    "lstm": ("lstm", "fast"),
-    "mamba, fast scan + conv": ("mamba", "fast"),
-    "mamba, transformers' fallback": ("mamba", "reference"),
-    "mamba, scan-free floor": ("mamba", "scan-free"),
-}
+def time_rows(threads: int, steps: int, repeats: int) -> pd.DataFrame:
+    torch.set_num_threads(threads)
+    rounds: dict[str, list[float]] = {name: [] for name in ROWS}
+    for round_ in range(repeats):
+        for name, (arch, scan) in ROWS.items():
+            if scan == "reference" and round_ > 0:
+                continue
+            rounds[name].append(step_seconds(arch, scan, 1 if scan == "reference" else steps))
+    best = {name: min(seconds) for name, seconds in rounds.items()}
+    return pd.DataFrame(
+        {
+            "model": list(best),
+            "threads": threads,
+            "ms_per_step": [seconds * 1e3 for seconds in best.values()],
+            "ratio_to_lstm": [seconds / best["lstm"] for seconds in best.values()],
+        }
+    )
+
+
+def first_call_seconds() -> dict[str, float]:
+    """Seconds of ``python -m statelayers.kernels`` (start-up with torch and numba, then
+    one forward and backward of each kernel), with an empty numba cache and then with
+    the cache that run left."""
+    times = {}
+    with tempfile.TemporaryDirectory() as cache:
+        for state in ("cold cache", "warm cache"):
+            start = time.perf_counter()
+            subprocess.run(
+                [sys.executable, "-m", "statelayers.kernels"],
+                env={**os.environ, "NUMBA_CACHE_DIR": cache},
+                check=True,
+                capture_output=True,
+            )
+            times[state] = time.perf_counter() - start
+    return times
+
+
+def profile(name: str, threads: int, steps: int) -> None:
+    from torch.profiler import ProfilerActivity
+    from torch.profiler import profile as torch_profile
+
+    torch.set_num_threads(threads)
+    step = make_step(*ROWS[name])
+    step()
+    with torch_profile(activities=[ProfilerActivity.CPU]) as prof:
+        for _ in range(steps):
+            step()
+    print(f"{name}, {threads} threads, {steps} steps:")
+    print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, nargs="+", default=[2])
     parser.add_argument("--steps", type=int, default=8)
-    parser.add_argument(
-        "--repeats", type=int, default=3, help="interleaved rounds, fastest kept (the fallback runs once)"
-    )
+    parser.add_argument("--repeats", type=int, default=3, help="interleaved rounds, fastest kept")
+    parser.add_argument("--csv", type=Path, help="write model, threads, ms_per_step, ratio_to_lstm")
+    parser.add_argument("--compile", action="store_true", help="time the kernels' first call, cold and warm")
+    parser.add_argument("--profile", choices=ROWS, help="torch.profiler's top operations of one row")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    rounds: dict[str, list[float]] = {name: [] for name in ROWS}
-    for round_ in range(args.repeats):
-        for name, (arch, scan) in ROWS.items():
-            if scan == "reference" and round_ > 0:
-                continue  # 20-40 x slower than the rest; its noise does not matter
-            steps = max(1, args.steps // 4) if scan == "reference" else args.steps
-            rounds[name].append(step_seconds(arch, scan, steps))
-    rows = {name: min(seconds) for name, seconds in rounds.items()}
-    lstm = rows["lstm"]
-    header = f"({args.threads} threads, best of {args.repeats})"
-    print(f"{'training step':32s} {'ms':>8s} {'x lstm':>8s}   {header}")
-    for name, seconds in rows.items():
-        print(f"{name:32s} {seconds * 1e3:8.1f} {seconds / lstm:8.2f}")
-    fallback = rows["mamba, transformers' fallback"] / rows["mamba, fast scan + conv"]
-    print(f"fast scan + conv vs transformers' fallback: {fallback:.1f}x faster")
+    if args.compile:
+        for state, seconds in first_call_seconds().items():
+            print(f"python -m statelayers.kernels, {state}: {seconds:.2f} s")
+    if args.profile:
+        for threads in args.threads:
+            profile(args.profile, threads, args.steps)
+        return
+    table = pd.concat([time_rows(threads, args.steps, args.repeats) for threads in args.threads])
+    for threads, rows in table.groupby("threads", sort=False):
+        print(
+            f"{'training step':32s} {'ms':>8s} {'x lstm':>8s}   ({threads} threads, best of {args.repeats})"
+        )
+        for row in rows.itertuples():
+            print(f"{row.model:32s} {row.ms_per_step:8.1f} {row.ratio_to_lstm:8.2f}")
+    if args.csv:
+        table.to_csv(args.csv, index=False, float_format="%.4g")
 
 
 if __name__ == "__main__":

@@ -116,7 +116,11 @@ def _backward(
                     h_n[j] = state
                     y[j] += c_n * state
         grad_state = grad_last[b, :, lo:hi].copy()
-        grad_y, grad_dt, grad_u_t = np.empty(width, u.dtype), np.empty(width, u.dtype), np.empty(width, u.dtype)
+        grad_y, grad_dt, grad_u_t = (
+            np.empty(width, u.dtype),
+            np.empty(width, u.dtype),
+            np.empty(width, u.dtype),
+        )
         grad_D_b = np.zeros(width, u.dtype)
         grad_A_b = np.zeros((n_state, width), u.dtype)
         for t in range(length - 1, -1, -1):
@@ -192,7 +196,10 @@ class FusedSelectiveScan(torch.autograd.Function):
         use_torch_threads()
         _forward(*_numpy(*arrays), bool(delta_softplus), z is not None, *_numpy(out, last))
         ctx.save_for_backward(*arrays)
-        ctx.delta_softplus, ctx.present = bool(delta_softplus), (D is not None, z is not None, delta_bias is not None)
+        ctx.delta_softplus, ctx.present = (
+            bool(delta_softplus),
+            (D is not None, z is not None, delta_bias is not None),
+        )
         return out.transpose(1, 2), last.transpose(1, 2)
 
     @staticmethod
@@ -204,12 +211,17 @@ class FusedSelectiveScan(torch.autograd.Function):
         has_D, gated, has_bias = ctx.present
         grad_out = grad_out.transpose(1, 2).contiguous()
         grad_last = (
-            u.new_zeros(batch, n_state, channels) if grad_last is None else grad_last.transpose(1, 2).contiguous()
+            u.new_zeros(batch, n_state, channels)
+            if grad_last is None
+            else grad_last.transpose(1, 2).contiguous()
         )
         grad_u, grad_delta = torch.empty_like(u), torch.empty_like(u)
         grad_z = torch.empty_like(u) if gated else u.new_empty(0, 0, 0)
         grad_A = u.new_empty(batch, n_state, channels)
-        grad_B, grad_C = u.new_empty(blocks, batch, length, n_state), u.new_empty(blocks, batch, length, n_state)
+        grad_B, grad_C = (
+            u.new_empty(blocks, batch, length, n_state),
+            u.new_empty(blocks, batch, length, n_state),
+        )
         grad_D = u.new_empty(batch, channels)
         use_torch_threads()
         _backward(

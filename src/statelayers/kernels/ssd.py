@@ -140,11 +140,15 @@ class FusedChunkScan(torch.autograd.Function):
             for t in (x, delta, A, B, C, zeros if D is None else D, zeros if dt_bias is None else dt_bias)
         )
         batch, _, _, head_dim = x.shape
-        limits = torch.tensor([float(v) for v in dt_limit], dtype=x.dtype)  # in x's dtype: no float64 promotion
+        limits = torch.tensor(
+            [float(v) for v in dt_limit], dtype=x.dtype
+        )  # in x's dtype: no float64 promotion
         out = torch.empty_like(arrays[0])
         last = x.new_empty(batch, heads, B.shape[3], head_dim)
         use_torch_threads()
-        _forward(*(t.numpy() for t in arrays), bool(delta_softplus), limits.numpy(), out.numpy(), last.numpy())
+        _forward(
+            *(t.numpy() for t in arrays), bool(delta_softplus), limits.numpy(), out.numpy(), last.numpy()
+        )
         ctx.save_for_backward(*arrays, limits)
         ctx.settings = (bool(delta_softplus), D is not None, dt_bias is not None)
         return out, last.transpose(2, 3)  # final state as (batch, heads, p, n), as mamba-ssm returns it
@@ -163,7 +167,10 @@ class FusedChunkScan(torch.autograd.Function):
         )
         grad_x, grad_delta = torch.empty_like(x), x.new_empty(batch, length, heads)
         grad_A, grad_D = x.new_empty(batch, heads), x.new_empty(batch, heads)
-        grad_B, grad_C = x.new_empty(batch, length, heads, n_state), x.new_empty(batch, length, heads, n_state)
+        grad_B, grad_C = (
+            x.new_empty(batch, length, heads, n_state),
+            x.new_empty(batch, length, heads, n_state),
+        )
         use_torch_threads()
         _backward(
             *(t.numpy() for t in arrays),

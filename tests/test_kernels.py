@@ -1,0 +1,226 @@
+"""The fused numba kernels equal transformers' PyTorch code, are deterministic, follow
+torch's thread count, and their exponential is vectorised."""
+
+import platform
+import re
+
+import numba
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from numba import njit
+
+from statelayers.kernels.elementwise import FASTMATH, exp, sigmoid, softplus
+from statelayers.kernels.selective_scan import selective_scan_fn
+from statelayers.kernels.ssd import mamba_chunk_scan_combined
+from statelayers.mamba_scan import REFERENCE_CHUNK_SCAN, REFERENCE_SCAN
+
+
+def mamba_inputs(batch=3, channels=70, length=11, state=4, dtype=torch.float32, seed=0):
+    """Mamba-1 scan inputs; 70 channels span two channel blocks, the second partial."""
+    g = torch.Generator().manual_seed(seed)
+    r = lambda *shape: torch.randn(*shape, generator=g, dtype=dtype)  # noqa: E731
+    return dict(
+        u=r(batch, channels, length),
+        delta=r(batch, channels, length),
+        A=-torch.rand(channels, state, generator=g, dtype=dtype) * 4,
+        B=r(batch, state, length),
+        C=r(batch, state, length),
+        D=r(channels),
+        z=r(batch, channels, length),
+        delta_bias=r(channels),
+    )
+
+
+def mamba2_inputs(batch=3, length=13, heads=4, head_dim=5, groups=2, state=6, dtype=torch.float32, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    r = lambda *shape: torch.randn(*shape, generator=g, dtype=dtype)  # noqa: E731
+    return dict(
+        x=r(batch, length, heads, head_dim),
+        dt=r(batch, length, heads),
+        A=-torch.rand(heads, generator=g, dtype=dtype) * 3,
+        B=r(batch, length, groups, state),
+        C=r(batch, length, groups, state),
+        D=r(heads),
+        dt_bias=r(heads),
+    )
+
+
+def mamba_fused(i, **options):
+    return selective_scan_fn(
+        i["u"], i["delta"], i["A"], i["B"], i["C"], i.get("D"), i.get("z"), i.get("delta_bias"),
+        delta_softplus=options.get("softplus", True), return_last_state=True,
+    )  # fmt: skip
+
+
+def mamba_reference(i, **options):
+    return REFERENCE_SCAN(
+        i["u"], i["delta"], i["A"], i["B"], i["C"], D=i.get("D"), z=i.get("z"),
+        delta_bias=i.get("delta_bias"), delta_softplus=options.get("softplus", True), return_last_state=True,
+    )  # fmt: skip
+
+
+def mamba2_fused(i, chunk_size=5, dt_limit=(0.0, float("inf"))):
+    return mamba_chunk_scan_combined(
+        i["x"], i["dt"], i["A"], i["B"], i["C"], chunk_size, D=i.get("D"), dt_bias=i.get("dt_bias"),
+        dt_softplus=True, dt_limit=dt_limit, return_final_states=True,
+    )  # fmt: skip
+
+
+def mamba2_reference(i, chunk_size=5, dt_limit=(0.0, float("inf"))):
+    return REFERENCE_CHUNK_SCAN(
+        i["x"], i["dt"], i["A"], i["B"], i["C"], chunk_size, D=i.get("D"), dt_bias=i.get("dt_bias"),
+        dt_softplus=True, dt_limit=dt_limit, return_final_states=True,
+    )  # fmt: skip
+
+
+def outputs_and_gradients(fn, inputs, **options):
+    leaves = {k: v.clone().requires_grad_() for k, v in inputs.items()}
+    out, last = fn(leaves, **options)
+    (out.pow(2).sum() + (last * torch.linspace(-1, 1, last.numel()).view_as(last)).sum()).backward()
+    return out.detach(), last.detach(), {k: v.grad for k, v in leaves.items()}
+
+
+def assert_same(fused, reference, rtol=1e-4, atol=1e-4):
+    (out, last, grads), (out_ref, last_ref, grads_ref) = fused, reference
+    torch.testing.assert_close(out, out_ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(last, last_ref, rtol=1e-5, atol=1e-5)
+    assert grads.keys() == grads_ref.keys()
+    for key in grads_ref:
+        # gradients of a squared sum reach 1e4: compare relative to the largest (A's is 0 at length 1)
+        scale = grads_ref[key].abs().max().clamp_min(1e-12)
+        torch.testing.assert_close(grads[key] / scale, grads_ref[key] / scale, rtol=rtol, atol=atol, msg=key)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize(
+    "drop",
+    [(), ("D",), ("z",), ("delta_bias",), ("D", "z", "delta_bias")],
+    ids=lambda d: "-".join(d) or "all",
+)
+def test_the_mamba_kernel_matches_transformers_in_values_and_gradients(threads, drop):
+    torch.set_num_threads(threads)
+    inputs = {k: v for k, v in mamba_inputs().items() if k not in drop}
+    assert_same(outputs_and_gradients(mamba_fused, inputs), outputs_and_gradients(mamba_reference, inputs))
+
+
+def test_the_mamba_kernel_without_softplus_takes_the_step_size_as_given():
+    inputs = mamba_inputs()
+    inputs["delta"], inputs["delta_bias"] = inputs["delta"].abs(), inputs["delta_bias"].abs()  # steps >= 0
+    fused = outputs_and_gradients(mamba_fused, inputs, softplus=False)
+    assert_same(fused, outputs_and_gradients(mamba_reference, inputs, softplus=False))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("length, chunk_size", [(13, 5), (40, 20), (60, 20), (7, 20), (1, 4)])
+def test_the_mamba2_kernel_matches_transformers_at_every_length(threads, length, chunk_size):
+    """Lengths that are and are not multiples of the chunk (transformers pads those)."""
+    torch.set_num_threads(threads)
+    inputs = mamba2_inputs(length=length)
+    fused = outputs_and_gradients(mamba2_fused, inputs, chunk_size=chunk_size)
+    assert_same(fused, outputs_and_gradients(mamba2_reference, inputs, chunk_size=chunk_size))
+
+
+def test_the_mamba2_kernel_clamps_step_sizes_like_transformers():
+    inputs = mamba2_inputs()
+    limits = {"dt_limit": (0.2, 1.5)}
+    fused, reference = (
+        outputs_and_gradients(mamba2_fused, inputs, **limits),
+        outputs_and_gradients(mamba2_reference, inputs, **limits),
+    )
+    assert_same(fused, reference)
+    unclamped = outputs_and_gradients(mamba2_fused, inputs)
+    assert not torch.allclose(fused[0], unclamped[0])  # the limits bind on these inputs
+
+
+def test_the_mamba2_kernel_without_skip_or_bias_matches_transformers():
+    inputs = {k: v for k, v in mamba2_inputs().items() if k not in ("D", "dt_bias")}
+    assert_same(outputs_and_gradients(mamba2_fused, inputs), outputs_and_gradients(mamba2_reference, inputs))
+
+
+def test_gradcheck_of_the_mamba_kernel_in_double_precision():
+    inputs = mamba_inputs(batch=2, channels=3, length=4, state=2, dtype=torch.float64, seed=1)
+    names = list(inputs)
+    leaves = [inputs[k].requires_grad_() for k in names]
+
+    def scan(*args):
+        out, last = mamba_fused(dict(zip(names, args)))
+        return out, last
+
+    assert torch.autograd.gradcheck(scan, leaves)
+
+
+def test_gradcheck_of_the_mamba2_kernel_in_double_precision():
+    inputs = mamba2_inputs(
+        batch=2, length=4, heads=2, head_dim=3, groups=1, state=2, dtype=torch.float64, seed=1
+    )
+    names = list(inputs)
+    leaves = [inputs[k].requires_grad_() for k in names]
+    assert torch.autograd.gradcheck(lambda *args: mamba2_fused(dict(zip(names, args))), leaves)
+
+
+@pytest.mark.parametrize("kernel, inputs", [(mamba_fused, mamba_inputs), (mamba2_fused, mamba2_inputs)])
+def test_the_kernels_are_bit_identical_run_to_run_and_across_thread_counts(kernel, inputs):
+    results = []
+    for threads in (2, 2, 1):
+        torch.set_num_threads(threads)
+        results.append(outputs_and_gradients(kernel, inputs()))
+    for other in results[1:]:
+        assert torch.equal(other[0], results[0][0]) and torch.equal(other[1], results[0][1])
+        for key, grad in results[0][2].items():
+            assert torch.equal(other[2][key], grad), key
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_kernel_threads_follow_torchs_thread_count(threads):
+    if threads > numba.config.NUMBA_NUM_THREADS:
+        pytest.skip(f"numba has {numba.config.NUMBA_NUM_THREADS} threads on this machine")
+    torch.set_num_threads(threads)
+    mamba_fused(mamba_inputs(batch=1, channels=4, length=3, state=2))
+    assert numba.get_num_threads() == threads
+
+
+def test_inference_under_no_grad_equals_the_differentiable_call():
+    inputs = mamba_inputs()
+    with torch.no_grad():
+        out, last = mamba_fused(inputs)
+    train_out, train_last = mamba_fused({k: v.clone().requires_grad_() for k, v in inputs.items()})
+    assert not out.requires_grad and train_out.requires_grad
+    assert torch.equal(out, train_out.detach()) and torch.equal(last, train_last.detach())
+
+
+@njit(fastmath=FASTMATH)
+def _apply(x, out, which):
+    for i in range(x.shape[0]):
+        out[i] = exp(x[i]) if which == 0 else softplus(x[i]) if which == 1 else sigmoid(x[i])
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize(
+    "which, reference",
+    [(0, torch.exp), (1, F.softplus), (2, torch.sigmoid)],
+    ids=["exp", "softplus", "sigmoid"],
+)
+def test_elementwise_functions_are_accurate_over_the_whole_float32_range(which, reference, dtype):
+    x = np.linspace(-87, 88, 100_001).astype(dtype)
+    out = np.empty_like(x)
+    _apply(x, out, which)
+    expected = reference(torch.from_numpy(x.astype(np.float64))).numpy()
+    relative = np.abs(out - expected) / np.maximum(np.abs(expected), np.finfo(np.float32).tiny)
+    # float64: torch's softplus returns x above 20, ours x + log1p(exp(-x)), 2e-9 more
+    assert relative.max() < (5e-7 if dtype == np.float32 else 1e-9)
+
+
+@pytest.mark.skipif(platform.machine() not in ("x86_64", "AMD64"), reason="checks x86 instructions")
+def test_the_float32_exponential_compiles_to_packed_vector_code_without_libm_calls():
+    @njit(fastmath=FASTMATH)
+    def decays(dt, A, out):  # the kernels' hot loop: exp(dt * A) over a block of channels
+        for j in range(out.shape[0]):
+            out[j] = exp(dt[j] * A[j])
+
+    x = np.ones(64, np.float32)
+    decays(x, x, np.empty_like(x))
+    assembly = decays.inspect_asm(decays.signatures[0])
+    assert re.search(r"\bv?(mul|fmadd\d*)ps\b", assembly), "no packed single-precision arithmetic"
+    assert "expf" not in assembly
