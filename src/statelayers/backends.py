@@ -11,9 +11,9 @@ checkpoint runs under both.
 
 ``auto`` means ``cuda`` when the model runs on a CUDA device and both packages import,
 else ``torch``. Under ``torch``, ``scan="fast"`` runs Mamba-1's selective scan and
-Mamba-2's SSD scan from :mod:`statelayers.mamba_scan` (compiled CPU kernels) and both
-mixers' causal convolution from :mod:`statelayers.causal_conv`; ``scan="reference"``
-runs transformers' own PyTorch code.
+Mamba-2's SSD scan from :mod:`statelayers.mamba_scan` and both mixers' causal
+convolution from :mod:`statelayers.causal_conv` (compiled kernels on CPU, PyTorch on
+other devices); ``scan="reference"`` runs transformers' own PyTorch code.
 
 The kernels read ``conv1d.weight`` directly and never call the Conv1D module, which is
 why the Conv1D ablation sets weights (:func:`statelayers.models.make_conv_identity`)

@@ -1,4 +1,6 @@
-"""A faster pure-PyTorch causal depthwise convolution for Mamba and Mamba-2 on CPU.
+"""The ``fast`` causal depthwise convolution of Mamba and Mamba-2: the fused numba
+kernel (:mod:`statelayers.kernels.causal_conv`) on CPU, shifted multiply-adds in
+PyTorch elsewhere.
 
 Both mixers convolve each channel with its own short kernel (width ``k = 4``),
 
@@ -8,8 +10,9 @@ Both mixers convolve each channel with its own short kernel (width ``k = 4``),
 which transformers' reference computes with a grouped ``F.conv1d``. On CPU that
 convolution's backward pass (``convolution_backward`` with one group per channel) costs
 about as much as the rest of the layer's elementwise work. Written as ``k`` shifted
-multiply-adds, forward and backward are plain broadcasts. The signature equals
-transformers' ``causal_conv1d_fn``; the tests check values and gradients against it.
+multiply-adds, forward and backward are plain broadcasts; on CPU the compiled kernel
+fuses them with the SiLU in one pass. The signature equals transformers'
+``causal_conv1d_fn``; the tests check values and gradients against it.
 """
 
 from __future__ import annotations
@@ -27,6 +30,20 @@ def causal_conv1d(
     **_: object,
 ) -> torch.Tensor:
     """``hidden_states (b, c, l)``, ``weight (c, k)``, ``bias (c,)``; returns ``(b, c, l)``."""
+    if hidden_states.device.type == "cpu":
+        from statelayers.kernels.causal_conv import causal_conv1d_fn
+
+        return causal_conv1d_fn(hidden_states, weight, bias, activation)
+    return torch_causal_conv1d(hidden_states, weight, bias, activation)
+
+
+def torch_causal_conv1d(
+    hidden_states: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None = None,
+    activation: str | None = None,
+) -> torch.Tensor:
+    """The convolution as ``k`` shifted multiply-adds in PyTorch operations."""
     length, width = hidden_states.shape[-1], weight.shape[-1]
     x = hidden_states.to(weight.dtype)
     padded = F.pad(x, (width - 1, 0))

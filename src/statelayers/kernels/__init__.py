@@ -5,7 +5,8 @@ its own tensor operation over ``(batch, channels, length, state)`` values, so on
 they are bound by memory traffic. These kernels fuse each recurrence, forward and
 backward, into one compiled pass that keeps the state in cache
 (:mod:`~statelayers.kernels.selective_scan` for Mamba-1,
-:mod:`~statelayers.kernels.ssd` for Mamba-2). Only these modules import numba, and
+:mod:`~statelayers.kernels.ssd` for Mamba-2, :mod:`~statelayers.kernels.causal_conv`
+for both mixers' Conv1D). Only these modules import numba, and
 only CPU tensors reach them, so a GPU machine without numba never imports it.
 Compiled code is cached on disk (numba's ``cache=True``, beside the sources or in
 ``NUMBA_CACHE_DIR``), so only the first job on a machine pays for compilation.

@@ -9,6 +9,7 @@ import time
 
 import torch
 
+from statelayers.kernels.causal_conv import causal_conv1d_fn
 from statelayers.kernels.selective_scan import selective_scan_fn
 from statelayers.kernels.ssd import mamba_chunk_scan_combined
 
@@ -39,4 +40,6 @@ x, dt, A, B, C, D, bias = (
     leaf(2),
 )
 mamba_chunk_scan_combined(x, dt, A, B, C, 5, D=D, dt_bias=bias, dt_softplus=True).sum().backward()
+for activation in ("silu", None):
+    causal_conv1d_fn(leaf(2, 8, 5), leaf(8, 4), leaf(8), activation).sum().backward()
 print(f"statelayers.kernels: compiled or loaded from numba's cache in {time.perf_counter() - start:.2f} s")
