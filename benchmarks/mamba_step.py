@@ -18,7 +18,9 @@ does not matter). ``--csv`` writes ``model, threads, ms_per_step, ratio_to_lstm`
 numba and runs each kernel forward and backward once) with an empty numba cache, then
 with the cache that run left: the first-call cost of a job on a cold and a warm cache.
 ``--profile MODEL`` prints torch.profiler's top operations of that row's step (where
-the remaining time goes).
+the remaining time goes). ``--exp`` times the kernels' inner loop, ``exp(dt * A)`` over a
+block of channels, with this package's vectorisable float32 exponential and with
+``math.exp`` (libm's scalar ``expf``, what numba emits without SVML).
 """
 
 from __future__ import annotations
@@ -135,6 +137,41 @@ def first_call_seconds() -> dict[str, float]:
     return times
 
 
+def exp_nanoseconds(elements: int = 1 << 22, repeats: int = 20) -> dict[str, float]:
+    """Nanoseconds per element of ``out = exp(dt * A)``, one thread, best of ``repeats``."""
+    import math
+
+    import numpy as np
+    from numba import njit
+
+    from statelayers.kernels.elementwise import FASTMATH, exp
+
+    @njit(fastmath=FASTMATH)
+    def vectorised(dt, A, out):
+        for j in range(out.shape[0]):
+            out[j] = exp(dt[j] * A[j])
+
+    @njit(fastmath=FASTMATH)
+    def libm(dt, A, out):
+        for j in range(out.shape[0]):
+            out[j] = math.exp(dt[j] * A[j])
+
+    rng = np.random.default_rng(0)
+    dt, A = rng.random(4096, np.float32) * 0.1, -rng.random(4096, np.float32) * 16
+    out = np.empty_like(dt)
+    times = {}
+    for name, loop in (("statelayers exp", vectorised), ("math.exp (libm expf)", libm)):
+        loop(dt, A, out)
+        best = math.inf
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(elements // len(out)):
+                loop(dt, A, out)
+            best = min(best, time.perf_counter() - start)
+        times[name] = best / elements * 1e9
+    return times
+
+
 def profile(name: str, threads: int, steps: int) -> None:
     from torch.profiler import ProfilerActivity
     from torch.profiler import profile as torch_profile
@@ -157,7 +194,11 @@ def main() -> None:
     parser.add_argument("--csv", type=Path, help="write model, threads, ms_per_step, ratio_to_lstm")
     parser.add_argument("--compile", action="store_true", help="time the kernels' first call, cold and warm")
     parser.add_argument("--profile", choices=ROWS, help="torch.profiler's top operations of one row")
+    parser.add_argument("--exp", action="store_true", help="time the vectorised exp against libm's")
     args = parser.parse_args()
+    if args.exp:
+        for name, ns in exp_nanoseconds().items():
+            print(f"exp(dt * A), {name}: {ns:.3f} ns per element")
     if args.compile:
         for state, seconds in first_call_seconds().items():
             print(f"python -m statelayers.kernels, {state}: {seconds:.2f} s")
