@@ -14,8 +14,16 @@ Compiled code is cached on disk (numba's ``cache=True``, beside the sources or i
 
 from __future__ import annotations
 
+import os
+
 import numba
 import torch
+
+if "NUMBA_THREADING_LAYER" not in os.environ:
+    # numba's OpenMP layer loads the system libgomp beside the copy torch ships: two
+    # thread pools whose idle workers spin for the same cores. numba's own workqueue
+    # pool sleeps between calls. (The kernels are called from one thread at a time.)
+    numba.config.THREADING_LAYER = "workqueue"
 
 
 def use_torch_threads() -> None:
