@@ -1,0 +1,157 @@
+"""The GPU check's sources (issue 21): the prepare step and the sm_90 patch of the upstream
+setup.py files.
+
+The upstream tarballs are not part of the repository: the test on their real setup.py
+runs where tools/gpu_prepare.sh has filled .gpu/sources; the others use small stand-ins
+made here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tools"))
+import gpu_sources  # noqa: E402
+
+STAND_IN_SETUP = """import os
+if not os.getenv("SKIP_CUDA_BUILD"):
+    cc_flag = []
+    cc_flag.append("-gencode")
+    cc_flag.append("arch=compute_80,code=sm_80")
+    cc_flag.append("-gencode")
+    cc_flag.append("arch=compute_90,code=sm_90")
+
+    # HACK: The compiler flag -D_GLIBCXX_USE_CXX11_ABI is set to be the same as
+    extra_compile_args = {"nvcc": ["-O3"] + cc_flag}
+"""
+SM90 = ["-gencode", "arch=compute_90,code=sm_90"]
+# Runs each setup.py given with setuptools.setup() recording its arguments, under a CUDA
+# 13.0 that a fake nvcc reports (this CPU torch has no CUDA); prints the nvcc flags.
+NVCC_FLAGS = """import json, os, runpy, sys, setuptools, torch, torch.utils.cpp_extension as cpp
+torch.version.cuda, cpp.CUDA_HOME = "13.0", sys.argv[1]
+for directory in sys.argv[2:]:
+    os.chdir(directory)
+    arguments = {}
+    setuptools.setup = lambda **kwargs: arguments.update(kwargs)
+    sys.argv = ["setup.py", "build_ext"]
+    runpy.run_path("setup.py", run_name="__main__")
+    print(json.dumps(arguments["ext_modules"][0].extra_compile_args["nvcc"]))
+"""
+
+
+def add(archive: tarfile.TarFile, name: str, text: str) -> None:
+    data = text.encode()
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    archive.addfile(info, io.BytesIO(data))
+
+
+def stand_in_tarballs(directory: Path, setup: str = STAND_IN_SETUP) -> Path:
+    """``directory`` holding a tarball per package, named and laid out as upstream's."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for package in gpu_sources.PACKAGES:
+        with tarfile.open(directory / package.tarball, "w:gz") as archive:
+            add(archive, f"{package.top}/setup.py", setup)
+    return directory
+
+
+def stand_in_sources(directory: Path) -> Path:
+    """What tools/gpu_prepare.sh leaves: the tarballs and an einops wheel."""
+    gpu_sources.prepare(stand_in_tarballs(directory / "upstream"), directory / "sources")
+    with zipfile.ZipFile(directory / "sources" / "einops-0.8.2-py3-none-any.whl", "w") as wheel:
+        wheel.writestr("einops/__init__.py", "")
+    return directory / "sources"
+
+
+def test_the_patch_leaves_sm90_alone_in_the_arch_list_just_before_the_marker():
+    patched = gpu_sources.patch_setup(STAND_IN_SETUP)
+    namespace: dict = {}
+    exec(patched, namespace)
+    assert namespace["extra_compile_args"] == {"nvcc": ["-O3", *SM90]}
+    assert patched.splitlines()[8] == "    " + gpu_sources.HOPPER_ONLY  # the marker's indentation
+
+
+@pytest.mark.parametrize("marker_lines", [0, 2])
+def test_the_patch_refuses_a_setup_py_without_exactly_one_marker(marker_lines):
+    marker = "    # HACK: The compiler flag -D_GLIBCXX_USE_CXX11_ABI is set to be the same as\n"
+    text = STAND_IN_SETUP.replace(marker, marker * marker_lines)
+    with pytest.raises(ValueError, match=f"found {marker_lines}"):
+        gpu_sources.patch_setup(text)
+
+
+def test_prepare_copies_checked_tarballs_and_stops_at_a_missing_or_unpatchable_one(tmp_path):
+    upstream = stand_in_tarballs(tmp_path / "upstream")
+    copies = gpu_sources.prepare(upstream, tmp_path / "sources")
+    assert [p.read_bytes() for p in copies] == [
+        (upstream / p.tarball).read_bytes() for p in gpu_sources.PACKAGES
+    ]
+    (upstream / gpu_sources.PACKAGES[1].tarball).unlink()
+    with pytest.raises(FileNotFoundError, match=re.escape(gpu_sources.PACKAGES[1].tarball)):
+        gpu_sources.prepare(upstream, tmp_path / "elsewhere")
+    changed = stand_in_tarballs(tmp_path / "changed", setup="cc_flag = []\n")
+    with pytest.raises(ValueError, match="found 0"):
+        gpu_sources.prepare(changed, tmp_path / "elsewhere")
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_unpack_patches_a_copy_and_keeps_an_earlier_build_of_the_same_tarball(tmp_path):
+    sources, build = stand_in_sources(tmp_path), tmp_path / "build"
+    directories = gpu_sources.unpack(sources, build)
+    assert directories == [build / p.top for p in gpu_sources.PACKAGES]
+    for directory in directories:
+        assert gpu_sources.HOPPER_ONLY in (directory / "setup.py").read_text()
+        (directory / "built.so").write_text("an earlier build")
+    assert (build / "site" / "einops" / "__init__.py").is_file()
+    gpu_sources.unpack(sources, build)
+    assert all((directory / "built.so").is_file() for directory in directories)
+    assert (build / "mamba" / "setup.py").read_text().count(gpu_sources.HOPPER_ONLY) == 1
+    for wheel in sources.glob("einops-*.whl"):
+        wheel.unlink()
+    with pytest.raises(FileNotFoundError, match="run tools/gpu_prepare.sh DIR"):
+        gpu_sources.unpack(sources, build)
+
+
+PREPARED = REPO / ".gpu" / "sources"
+
+
+@pytest.mark.skipif(
+    not all((PREPARED / p.tarball).is_file() for p in gpu_sources.PACKAGES),
+    reason="the upstream tarballs: run tools/gpu_prepare.sh DIR first",
+)
+def test_the_patched_upstream_setup_py_files_give_nvcc_sm90_only(tmp_path):
+    """The real setup.py files, run up to setup(); the unpatched ones show the harness sees
+    their whole architecture list."""
+    for copy in ("patched", "upstream"):
+        for package in gpu_sources.PACKAGES:
+            with tarfile.open(PREPARED / package.tarball) as archive:
+                archive.extractall(tmp_path / copy, filter="data")
+    for package in gpu_sources.PACKAGES:
+        setup = tmp_path / "patched" / package.top / "setup.py"
+        setup.write_text(gpu_sources.patch_setup(setup.read_text()))
+    nvcc = tmp_path / "cuda" / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.48'\n")
+    nvcc.chmod(0o755)
+    directories = [tmp_path / copy / p.top for copy in ("patched", "upstream") for p in gpu_sources.PACKAGES]
+    result = subprocess.run(
+        [sys.executable, "-c", NVCC_FLAGS, str(nvcc.parents[1]), *map(str, directories)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    flags = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
+    gencodes = [[f for i, f in enumerate(line) if "-gencode" in (f, line[i - 1])] for line in flags]
+    assert gencodes[:2] == [SM90, SM90]
+    for unpatched in gencodes[2:]:
+        assert len(unpatched) >= 2 * 9 and "arch=compute_90,code=sm_90" in unpatched
