@@ -1,5 +1,5 @@
 """The GPU check's sources (issue 21): the prepare step and the sm_90 patch of the upstream
-setup.py files.
+setup.py files; the GPU benchmark's paper-scale estimate.
 
 The upstream tarballs are not part of the repository: the test on their real setup.py
 runs where tools/gpu_prepare.sh has filled .gpu/sources; the others use small stand-ins
@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tools"))
+sys.path[:0] = [str(REPO / "tools"), str(REPO / "benchmarks")]
 import gpu_sources  # noqa: E402
+import gpu_step  # noqa: E402
 
 STAND_IN_SETUP = """import os
 if not os.getenv("SKIP_CUDA_BUILD"):
@@ -155,3 +156,16 @@ def test_the_patched_upstream_setup_py_files_give_nvcc_sm90_only(tmp_path):
     assert gencodes[:2] == [SM90, SM90]
     for unpatched in gencodes[2:]:
         assert len(unpatched) >= 2 * 9 and "arch=compute_90,code=sm_90" in unpatched
+
+
+def test_the_paper_estimate_sums_every_job_at_its_familys_speed():
+    config = {
+        "architectures": ["mamba", "mamba_noconv", "gru"],
+        "tasks": ["parity", "s3"],
+        "seeds": [0, 1, 2],
+        "training": {"steps": 600, "overrides": {"gru": {"steps": 1200}}},
+    }
+    hours = gpu_step.paper_hours(config, {"mamba": 0.5, "gru": 0.1})
+    assert hours == pytest.approx(6 * (600 * 0.5 * 2 + 1200 * 0.1) / 3600)
+    with pytest.raises(KeyError):
+        gpu_step.paper_hours(config, {"mamba": 0.5})
