@@ -1,19 +1,24 @@
-"""The GPU check's sources (issue 21): the prepare step and the sm_90 patch of the upstream
-setup.py files; the GPU benchmark's paper-scale estimate.
+"""The GPU check's CPU side (issue 21): the prepare step, the sm_90 patch of the upstream
+setup.py files, the paper-scale estimate, and tools/gpu_check.sh's control flow in dry
+runs where the packages the GPU machine lacks cannot be imported.
 
 The upstream tarballs are not part of the repository: the test on their real setup.py
 runs where tools/gpu_prepare.sh has filled .gpu/sources; the others use small stand-ins
-made here.
+made here. The last test builds a venv holding only the GPU machine's packages (a few
+minutes, a package index needed) and runs only with STATELAYERS_GPU_ENV=1.
 """
 
 from __future__ import annotations
 
+import csv
 import io
 import json
+import os
 import re
 import subprocess
 import sys
 import tarfile
+import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
@@ -24,6 +29,18 @@ sys.path[:0] = [str(REPO / "tools"), str(REPO / "benchmarks")]
 import gpu_sources  # noqa: E402
 import gpu_step  # noqa: E402
 
+ABSENT_ON_THE_GPU_MACHINE = ("snakemake", "concept_erasure", "datasets", "numba")
+GPU_MACHINE_PACKAGES = (  # README of the lent machine; torch is this machine's local CPU wheel
+    "torch==2.13.0",
+    "transformers==5.17.0",
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "scikit-learn",
+    "scipy",
+    "matplotlib",
+    "pytest",
+)
 STAND_IN_SETUP = """import os
 if not os.getenv("SKIP_CUDA_BUILD"):
     cc_flag = []
@@ -36,6 +53,15 @@ if not os.getenv("SKIP_CUDA_BUILD"):
     extra_compile_args = {"nvcc": ["-O3"] + cc_flag}
 """
 SM90 = ["-gencode", "arch=compute_90,code=sm_90"]
+BLOCKER = f"""import importlib.abc, sys
+
+class Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in {ABSENT_ON_THE_GPU_MACHINE!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (not on the GPU machine)")
+
+sys.meta_path.insert(0, Absent())
+"""
 # Runs each setup.py given with setuptools.setup() recording its arguments, under a CUDA
 # 13.0 that a fake nvcc reports (this CPU torch has no CUDA); prints the nvcc flags.
 NVCC_FLAGS = """import json, os, runpy, sys, setuptools, torch, torch.utils.cpp_extension as cpp
@@ -169,3 +195,102 @@ def test_the_paper_estimate_sums_every_job_at_its_familys_speed():
     assert hours == pytest.approx(6 * (600 * 0.5 * 2 + 1200 * 0.1) / 3600)
     with pytest.raises(KeyError):
         gpu_step.paper_hours(config, {"mamba": 0.5})
+
+
+def dry_run(tmp_path: Path, sources: Path, python: str = sys.executable) -> tuple[int, dict[str, str], Path]:
+    """Run ``tools/gpu_check.sh --dry-run`` with the GPU machine's missing packages blocked;
+    return its exit status, the status of each step and its output directory."""
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(BLOCKER)
+    out = tmp_path / "out"
+    env = {
+        **os.environ,
+        "PYTHON": python,
+        "OUT": str(out),
+        "GPU_SOURCES": str(sources),
+        "GPU_BUILD": str(tmp_path / "build"),
+        "PYTHONPATH": str(blocker),
+    }
+    blocked = subprocess.run([python, "-c", "import datasets"], env=env, capture_output=True, text=True)
+    assert "not on the GPU machine" in blocked.stderr  # the blocker is in force
+    result = subprocess.run(
+        [str(REPO / "tools" / "gpu_check.sh"), "--dry-run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    summary = (out / "summary.txt").read_text().splitlines()
+    steps = dict(re.match(r"(\S+)\s+(.*?)\s+\d+ s$", line).groups() for line in summary)
+    return result.returncode, steps, out
+
+
+def test_a_dry_run_builds_nothing_and_runs_every_other_step_without_the_missing_packages(tmp_path):
+    status, steps, out = dry_run(tmp_path, stand_in_sources(tmp_path))
+    assert status == 0, steps
+    assert steps == {
+        "machine": "ok",
+        "sources": "ok",
+        "build-causal-conv1d": "dry run: not built",
+        "build-mamba": "dry run: not built",
+        "no-kernels": "ok",
+        "tests": "ok",
+        "benchmark": "ok",
+        "total": "0 step(s) failed",
+    }
+    for package in gpu_sources.PACKAGES:
+        build = tmp_path / "build" / package.top
+        assert f"would run in {build}: MAX_JOBS=" in (out / f"build-{package.top}.log").read_text()
+        assert "setup.py build_ext --inplace" in (out / f"build-{package.top}.log").read_text()
+        assert gpu_sources.HOPPER_ONLY in (build / "setup.py").read_text()
+    kernels = (out / "no-kernels.log").read_text()
+    assert "FAILED import selective_scan_cuda: ModuleNotFoundError" in kernels
+    assert "modeling_mamba2.mamba2_split_conv1d_scan_combined: transformers" in kernels
+    suite = ET.parse(out / "tests.xml").getroot().find("testsuite")
+    assert suite.get("errors") == suite.get("failures") == "0"
+    skips = [case.find("skipped") for case in suite.iter("testcase") if case.find("skipped") is not None]
+    assert len(skips) >= 14 and all("CUDA" in skip.get("message") for skip in skips)
+    assert int(suite.get("tests")) > len(skips)  # the torch-backend tests ran
+    rows = list(csv.DictReader((out / "gpu_step.csv").open()))
+    assert [(r["arch"], r["backend"]) for r in rows] == [(a, b or "") for a, b in gpu_step.ROWS]
+    for row in rows:
+        assert (
+            row["status"].startswith("unavailable")
+            if row["backend"] == "cuda"
+            else float(row["ms_per_step"]) > 0
+        )
+    assert "h on one GPU with Mamba and Mamba-2 on torch" in (out / "benchmark.log").read_text()
+
+
+def test_a_dry_run_without_sources_fails_those_steps_and_still_runs_the_tests_and_the_benchmark(tmp_path):
+    (tmp_path / "empty").mkdir()
+    status, steps, out = dry_run(tmp_path, tmp_path / "empty")
+    assert status == 1
+    assert steps["sources"] == "FAILED (exit 1)" and steps["build"] == "FAILED (no sources)"
+    assert "run tools/gpu_prepare.sh DIR" in (out / "sources.log").read_text()
+    assert steps["no-kernels"] == steps["tests"] == steps["benchmark"] == "ok"
+    assert steps["total"] == "2 step(s) failed"
+
+
+@pytest.mark.skipif(
+    os.environ.get("STATELAYERS_GPU_ENV") != "1",
+    reason="builds a venv of the GPU machine's packages (minutes): set STATELAYERS_GPU_ENV=1",
+)
+def test_the_dry_run_passes_in_a_venv_holding_only_the_gpu_machines_packages(tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", *GPU_MACHINE_PACKAGES], check=True, timeout=1200
+    )
+    names = (*ABSENT_ON_THE_GPU_MACHINE, "statelayers")
+    present = subprocess.run(
+        [python, "-c", f"import importlib.util as u; print([m for m in {names!r} if u.find_spec(m)])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert present.stdout.strip() == "[]"  # statelayers too: only src/ on PYTHONPATH provides it
+    status, steps, _ = dry_run(tmp_path, stand_in_sources(tmp_path), python=python)
+    assert status == 0, steps
