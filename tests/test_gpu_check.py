@@ -2,10 +2,10 @@
 setup.py files, the paper-scale estimate, and tools/gpu_check.sh's control flow in dry
 runs where the packages the GPU machine lacks cannot be imported.
 
-The upstream tarballs are not part of the repository: the test on their real setup.py
-runs where tools/gpu_prepare.sh has filled .gpu/sources; the others use small stand-ins
-made here. The last test builds a venv holding only the GPU machine's packages (a few
-minutes, a package index needed) and runs only with STATELAYERS_GPU_ENV=1.
+The upstream tarballs are not part of the repository: the tests on the real sources run
+where tools/gpu_prepare.sh has filled .gpu/sources; the others use small stand-ins made
+here. The last two tests build a venv holding only the GPU machine's packages (a few
+minutes, a package index needed) and run only with STATELAYERS_GPU_ENV=1.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ ABSENT_ON_THE_GPU_MACHINE = ("snakemake", "concept_erasure", "datasets", "numba"
 GPU_MACHINE_PACKAGES = (  # README of the lent machine; torch is this machine's local CPU wheel
     "torch==2.13.0",
     "transformers==5.17.0",
+    "triton==3.6.*",
     "numpy",
     "pandas",
     "pyarrow",
@@ -151,10 +152,13 @@ def test_unpack_patches_a_copy_and_keeps_an_earlier_build_of_the_same_tarball(tm
 PREPARED = REPO / ".gpu" / "sources"
 
 
-@pytest.mark.skipif(
+needs_prepared = pytest.mark.skipif(
     not all((PREPARED / p.tarball).is_file() for p in gpu_sources.PACKAGES),
     reason="the upstream tarballs: run tools/gpu_prepare.sh DIR first",
 )
+
+
+@needs_prepared
 def test_the_patched_upstream_setup_py_files_give_nvcc_sm90_only(tmp_path):
     """The real setup.py files, run up to setup(); the unpatched ones show the harness sees
     their whole architecture list."""
@@ -273,12 +277,16 @@ def test_a_dry_run_without_sources_fails_those_steps_and_still_runs_the_tests_an
     assert steps["total"] == "2 step(s) failed"
 
 
-@pytest.mark.skipif(
+needs_gpu_env = pytest.mark.skipif(
     os.environ.get("STATELAYERS_GPU_ENV") != "1",
     reason="builds a venv of the GPU machine's packages (minutes): set STATELAYERS_GPU_ENV=1",
 )
-def test_the_dry_run_passes_in_a_venv_holding_only_the_gpu_machines_packages(tmp_path):
-    venv = tmp_path / "venv"
+
+
+@pytest.fixture(scope="module")
+def gpu_machine_python(tmp_path_factory) -> str:
+    """The python of a venv holding only the GPU machine's packages (statelayers not among them)."""
+    venv = tmp_path_factory.mktemp("gpu-machine") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     subprocess.run(
@@ -292,5 +300,35 @@ def test_the_dry_run_passes_in_a_venv_holding_only_the_gpu_machines_packages(tmp
         check=True,
     )
     assert present.stdout.strip() == "[]"  # statelayers too: only src/ on PYTHONPATH provides it
-    status, steps, _ = dry_run(tmp_path, stand_in_sources(tmp_path), python=python)
+    return python
+
+
+@needs_gpu_env
+def test_the_dry_run_passes_in_a_venv_holding_only_the_gpu_machines_packages(gpu_machine_python, tmp_path):
+    status, steps, _ = dry_run(tmp_path, stand_in_sources(tmp_path), python=gpu_machine_python)
     assert status == 0, steps
+
+
+@needs_gpu_env
+@needs_prepared
+def test_with_the_gpu_machines_packages_every_kernel_function_binds_once_the_compiled_modules_import(
+    gpu_machine_python, tmp_path
+):
+    """The packages from the prepared sources, with their two compiled modules stubbed by
+    empty ones: everything else mamba-ssm and causal-conv1d import is on that machine
+    (einops from .gpu/sources), and transformers binds each function to them."""
+    directories = gpu_sources.unpack(PREPARED, tmp_path / "build")
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for module in ("selective_scan_cuda", "causal_conv1d_cuda"):
+        (stubs / f"{module}.py").write_text("")
+    path = [REPO / "src", *directories, tmp_path / "build" / gpu_sources.SITE, stubs]
+    result = subprocess.run(
+        [gpu_machine_python, str(REPO / "tools" / "gpu_kernels.py")],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(map(str, path))},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "modeling_mamba2.mamba2_split_conv1d_scan_combined: mamba_ssm" in result.stdout
