@@ -1,0 +1,334 @@
+"""The GPU check's CPU side (issue 21): the prepare step, the sm_90 patch of the upstream
+setup.py files, the paper-scale estimate, and tools/gpu_check.sh's control flow in dry
+runs where the packages the GPU machine lacks cannot be imported.
+
+The upstream tarballs are not part of the repository: the tests on the real sources run
+where tools/gpu_prepare.sh has filled .gpu/sources; the others use small stand-ins made
+here. The last two tests build a venv holding only the GPU machine's packages (a few
+minutes, a package index needed) and run only with STATELAYERS_GPU_ENV=1.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tarfile
+import xml.etree.ElementTree as ET
+import zipfile
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "tools"), str(REPO / "benchmarks")]
+import gpu_sources  # noqa: E402
+import gpu_step  # noqa: E402
+
+ABSENT_ON_THE_GPU_MACHINE = ("snakemake", "concept_erasure", "datasets", "numba")
+GPU_MACHINE_PACKAGES = (  # README of the lent machine; torch is this machine's local CPU wheel
+    "torch==2.13.0",
+    "transformers==5.17.0",
+    "triton==3.6.*",
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "scikit-learn",
+    "scipy",
+    "matplotlib",
+    "pytest",
+)
+STAND_IN_SETUP = """import os
+if not os.getenv("SKIP_CUDA_BUILD"):
+    cc_flag = []
+    cc_flag.append("-gencode")
+    cc_flag.append("arch=compute_80,code=sm_80")
+    cc_flag.append("-gencode")
+    cc_flag.append("arch=compute_90,code=sm_90")
+
+    # HACK: The compiler flag -D_GLIBCXX_USE_CXX11_ABI is set to be the same as
+    extra_compile_args = {"nvcc": ["-O3"] + cc_flag}
+"""
+SM90 = ["-gencode", "arch=compute_90,code=sm_90"]
+BLOCKER = f"""import importlib.abc, sys
+
+class Absent(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in {ABSENT_ON_THE_GPU_MACHINE!r}:
+            raise ModuleNotFoundError(f"No module named {{name!r}} (not on the GPU machine)")
+
+sys.meta_path.insert(0, Absent())
+"""
+# Runs each setup.py given with setuptools.setup() recording its arguments, under a CUDA
+# 13.0 that a fake nvcc reports (this CPU torch has no CUDA); prints the nvcc flags.
+NVCC_FLAGS = """import json, os, runpy, sys, setuptools, torch, torch.utils.cpp_extension as cpp
+torch.version.cuda, cpp.CUDA_HOME = "13.0", sys.argv[1]
+for directory in sys.argv[2:]:
+    os.chdir(directory)
+    arguments = {}
+    setuptools.setup = lambda **kwargs: arguments.update(kwargs)
+    sys.argv = ["setup.py", "build_ext"]
+    runpy.run_path("setup.py", run_name="__main__")
+    print(json.dumps(arguments["ext_modules"][0].extra_compile_args["nvcc"]))
+"""
+
+
+def add(archive: tarfile.TarFile, name: str, text: str) -> None:
+    data = text.encode()
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    archive.addfile(info, io.BytesIO(data))
+
+
+def stand_in_tarballs(directory: Path, setup: str = STAND_IN_SETUP) -> Path:
+    """``directory`` holding a tarball per package, named and laid out as upstream's."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for package in gpu_sources.PACKAGES:
+        with tarfile.open(directory / package.tarball, "w:gz") as archive:
+            add(archive, f"{package.top}/setup.py", setup)
+    return directory
+
+
+def stand_in_sources(directory: Path) -> Path:
+    """What tools/gpu_prepare.sh leaves: the tarballs and an einops wheel."""
+    gpu_sources.prepare(stand_in_tarballs(directory / "upstream"), directory / "sources")
+    with zipfile.ZipFile(directory / "sources" / "einops-0.8.2-py3-none-any.whl", "w") as wheel:
+        wheel.writestr("einops/__init__.py", "")
+    return directory / "sources"
+
+
+def test_the_patch_leaves_sm90_alone_in_the_arch_list_just_before_the_marker():
+    patched = gpu_sources.patch_setup(STAND_IN_SETUP)
+    namespace: dict = {}
+    exec(patched, namespace)
+    assert namespace["extra_compile_args"] == {"nvcc": ["-O3", *SM90]}
+    assert patched.splitlines()[8] == "    " + gpu_sources.HOPPER_ONLY  # the marker's indentation
+
+
+@pytest.mark.parametrize("marker_lines", [0, 2])
+def test_the_patch_refuses_a_setup_py_without_exactly_one_marker(marker_lines):
+    marker = "    # HACK: The compiler flag -D_GLIBCXX_USE_CXX11_ABI is set to be the same as\n"
+    text = STAND_IN_SETUP.replace(marker, marker * marker_lines)
+    with pytest.raises(ValueError, match=f"found {marker_lines}"):
+        gpu_sources.patch_setup(text)
+
+
+def test_prepare_copies_checked_tarballs_and_stops_at_a_missing_or_unpatchable_one(tmp_path):
+    upstream = stand_in_tarballs(tmp_path / "upstream")
+    copies = gpu_sources.prepare(upstream, tmp_path / "sources")
+    assert [p.read_bytes() for p in copies] == [
+        (upstream / p.tarball).read_bytes() for p in gpu_sources.PACKAGES
+    ]
+    (upstream / gpu_sources.PACKAGES[1].tarball).unlink()
+    with pytest.raises(FileNotFoundError, match=re.escape(gpu_sources.PACKAGES[1].tarball)):
+        gpu_sources.prepare(upstream, tmp_path / "elsewhere")
+    changed = stand_in_tarballs(tmp_path / "changed", setup="cc_flag = []\n")
+    with pytest.raises(ValueError, match="found 0"):
+        gpu_sources.prepare(changed, tmp_path / "elsewhere")
+    assert not (tmp_path / "elsewhere").exists()
+
+
+def test_unpack_patches_a_copy_and_keeps_an_earlier_build_of_the_same_tarball(tmp_path):
+    sources, build = stand_in_sources(tmp_path), tmp_path / "build"
+    directories = gpu_sources.unpack(sources, build)
+    assert directories == [build / p.top for p in gpu_sources.PACKAGES]
+    for directory in directories:
+        assert gpu_sources.HOPPER_ONLY in (directory / "setup.py").read_text()
+        (directory / "built.so").write_text("an earlier build")
+    assert (build / "site" / "einops" / "__init__.py").is_file()
+    gpu_sources.unpack(sources, build)
+    assert all((directory / "built.so").is_file() for directory in directories)
+    assert (build / "mamba" / "setup.py").read_text().count(gpu_sources.HOPPER_ONLY) == 1
+    for wheel in sources.glob("einops-*.whl"):
+        wheel.unlink()
+    with pytest.raises(FileNotFoundError, match="run tools/gpu_prepare.sh DIR"):
+        gpu_sources.unpack(sources, build)
+
+
+PREPARED = REPO / ".gpu" / "sources"
+
+
+needs_prepared = pytest.mark.skipif(
+    not all((PREPARED / p.tarball).is_file() for p in gpu_sources.PACKAGES),
+    reason="the upstream tarballs: run tools/gpu_prepare.sh DIR first",
+)
+
+
+@needs_prepared
+def test_the_patched_upstream_setup_py_files_give_nvcc_sm90_only(tmp_path):
+    """The real setup.py files, run up to setup(); the unpatched ones show the harness sees
+    their whole architecture list."""
+    for copy in ("patched", "upstream"):
+        for package in gpu_sources.PACKAGES:
+            with tarfile.open(PREPARED / package.tarball) as archive:
+                archive.extractall(tmp_path / copy, filter="data")
+    for package in gpu_sources.PACKAGES:
+        setup = tmp_path / "patched" / package.top / "setup.py"
+        setup.write_text(gpu_sources.patch_setup(setup.read_text()))
+    nvcc = tmp_path / "cuda" / "bin" / "nvcc"
+    nvcc.parent.mkdir(parents=True)
+    nvcc.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.48'\n")
+    nvcc.chmod(0o755)
+    directories = [tmp_path / copy / p.top for copy in ("patched", "upstream") for p in gpu_sources.PACKAGES]
+    result = subprocess.run(
+        [sys.executable, "-c", NVCC_FLAGS, str(nvcc.parents[1]), *map(str, directories)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    flags = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
+    gencodes = [[f for i, f in enumerate(line) if "-gencode" in (f, line[i - 1])] for line in flags]
+    assert gencodes[:2] == [SM90, SM90]
+    for unpatched in gencodes[2:]:
+        assert len(unpatched) >= 2 * 9 and "arch=compute_90,code=sm_90" in unpatched
+
+
+def test_the_paper_estimate_sums_every_job_at_its_familys_speed():
+    config = {
+        "architectures": ["mamba", "mamba_noconv", "gru"],
+        "tasks": ["parity", "s3"],
+        "seeds": [0, 1, 2],
+        "training": {"steps": 600, "overrides": {"gru": {"steps": 1200}}},
+    }
+    hours = gpu_step.paper_hours(config, {"mamba": 0.5, "gru": 0.1})
+    assert hours == pytest.approx(6 * (600 * 0.5 * 2 + 1200 * 0.1) / 3600)
+    with pytest.raises(KeyError):
+        gpu_step.paper_hours(config, {"mamba": 0.5})
+
+
+def dry_run(tmp_path: Path, sources: Path, python: str = sys.executable) -> tuple[int, dict[str, str], Path]:
+    """Run ``tools/gpu_check.sh --dry-run`` with the GPU machine's missing packages blocked;
+    return its exit status, the status of each step and its output directory."""
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(BLOCKER)
+    out = tmp_path / "out"
+    env = {
+        **os.environ,
+        "PYTHON": python,
+        "OUT": str(out),
+        "GPU_SOURCES": str(sources),
+        "GPU_BUILD": str(tmp_path / "build"),
+        "PYTHONPATH": str(blocker),
+    }
+    blocked = subprocess.run([python, "-c", "import datasets"], env=env, capture_output=True, text=True)
+    assert "not on the GPU machine" in blocked.stderr  # the blocker is in force
+    result = subprocess.run(
+        [str(REPO / "tools" / "gpu_check.sh"), "--dry-run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    summary = (out / "summary.txt").read_text().splitlines()
+    steps = dict(re.match(r"(\S+)\s+(.*?)\s+\d+ s$", line).groups() for line in summary)
+    return result.returncode, steps, out
+
+
+def test_a_dry_run_builds_nothing_and_runs_every_other_step_without_the_missing_packages(tmp_path):
+    status, steps, out = dry_run(tmp_path, stand_in_sources(tmp_path))
+    assert status == 0, steps
+    assert steps == {
+        "machine": "ok",
+        "sources": "ok",
+        "build-causal-conv1d": "dry run: not built",
+        "build-mamba": "dry run: not built",
+        "no-kernels": "ok",
+        "tests": "ok",
+        "benchmark": "ok",
+        "total": "0 step(s) failed",
+    }
+    for package in gpu_sources.PACKAGES:
+        build = tmp_path / "build" / package.top
+        assert f"would run in {build}: MAX_JOBS=" in (out / f"build-{package.top}.log").read_text()
+        assert "setup.py build_ext --inplace" in (out / f"build-{package.top}.log").read_text()
+        assert gpu_sources.HOPPER_ONLY in (build / "setup.py").read_text()
+    kernels = (out / "no-kernels.log").read_text()
+    assert "FAILED import selective_scan_cuda: ModuleNotFoundError" in kernels
+    assert "modeling_mamba2.mamba2_split_conv1d_scan_combined: transformers" in kernels
+    suite = ET.parse(out / "tests.xml").getroot().find("testsuite")
+    assert suite.get("errors") == suite.get("failures") == "0"
+    skips = [case.find("skipped") for case in suite.iter("testcase") if case.find("skipped") is not None]
+    assert len(skips) >= 14 and all("CUDA" in skip.get("message") for skip in skips)
+    assert int(suite.get("tests")) > len(skips)  # the torch-backend tests ran
+    rows = list(csv.DictReader((out / "gpu_step.csv").open()))
+    assert [(r["arch"], r["backend"]) for r in rows] == [(a, b or "") for a, b in gpu_step.ROWS]
+    for row in rows:
+        assert (
+            row["status"].startswith("unavailable")
+            if row["backend"] == "cuda"
+            else float(row["ms_per_step"]) > 0
+        )
+    assert "h on one GPU with Mamba and Mamba-2 on torch" in (out / "benchmark.log").read_text()
+
+
+def test_a_dry_run_without_sources_fails_those_steps_and_still_runs_the_tests_and_the_benchmark(tmp_path):
+    (tmp_path / "empty").mkdir()
+    status, steps, out = dry_run(tmp_path, tmp_path / "empty")
+    assert status == 1
+    assert steps["sources"] == "FAILED (exit 1)" and steps["build"] == "FAILED (no sources)"
+    assert "run tools/gpu_prepare.sh DIR" in (out / "sources.log").read_text()
+    assert steps["no-kernels"] == steps["tests"] == steps["benchmark"] == "ok"
+    assert steps["total"] == "2 step(s) failed"
+
+
+needs_gpu_env = pytest.mark.skipif(
+    os.environ.get("STATELAYERS_GPU_ENV") != "1",
+    reason="builds a venv of the GPU machine's packages (minutes): set STATELAYERS_GPU_ENV=1",
+)
+
+
+@pytest.fixture(scope="module")
+def gpu_machine_python(tmp_path_factory) -> str:
+    """The python of a venv holding only the GPU machine's packages (statelayers not among them)."""
+    venv = tmp_path_factory.mktemp("gpu-machine") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    subprocess.run(
+        [python, "-m", "pip", "install", "--quiet", *GPU_MACHINE_PACKAGES], check=True, timeout=1200
+    )
+    names = (*ABSENT_ON_THE_GPU_MACHINE, "statelayers")
+    present = subprocess.run(
+        [python, "-c", f"import importlib.util as u; print([m for m in {names!r} if u.find_spec(m)])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert present.stdout.strip() == "[]"  # statelayers too: only src/ on PYTHONPATH provides it
+    return python
+
+
+@needs_gpu_env
+def test_the_dry_run_passes_in_a_venv_holding_only_the_gpu_machines_packages(gpu_machine_python, tmp_path):
+    status, steps, _ = dry_run(tmp_path, stand_in_sources(tmp_path), python=gpu_machine_python)
+    assert status == 0, steps
+
+
+@needs_gpu_env
+@needs_prepared
+def test_with_the_gpu_machines_packages_every_kernel_function_binds_once_the_compiled_modules_import(
+    gpu_machine_python, tmp_path
+):
+    """The packages from the prepared sources, with their two compiled modules stubbed by
+    empty ones: everything else mamba-ssm and causal-conv1d import is on that machine
+    (einops from .gpu/sources), and transformers binds each function to them."""
+    directories = gpu_sources.unpack(PREPARED, tmp_path / "build")
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for module in ("selective_scan_cuda", "causal_conv1d_cuda"):
+        (stubs / f"{module}.py").write_text("")
+    path = [REPO / "src", *directories, tmp_path / "build" / gpu_sources.SITE, stubs]
+    result = subprocess.run(
+        [gpu_machine_python, str(REPO / "tools" / "gpu_kernels.py")],
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(map(str, path))},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "modeling_mamba2.mamba2_split_conv1d_scan_combined: mamba_ssm" in result.stdout
