@@ -22,6 +22,7 @@ rather than hooking the module.
 
 from __future__ import annotations
 
+import functools
 import importlib
 import inspect
 import logging
@@ -66,6 +67,22 @@ def kernels_importable() -> bool:
     except Exception:  # a CPU machine fails inside their CUDA extensions, not only with ImportError
         return False
     return True
+
+
+@functools.cache
+def _numba_importable() -> bool:
+    try:
+        importlib.import_module("numba")
+    except ImportError:
+        return False
+    return True
+
+
+def runs_cpu_kernels(tensor: torch.Tensor) -> bool:
+    """Whether the ``fast`` path computes ``tensor`` with :mod:`statelayers.kernels`: on
+    CPU, where numba imports. numba is a dependency; a machine that runs the sources
+    without it (the GPU check's) takes the PyTorch path for CPU tensors too."""
+    return tensor.device.type == "cpu" and _numba_importable()
 
 
 def resolve_backend(backend: str, device: torch.device | str = "cpu") -> str:

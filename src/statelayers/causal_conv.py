@@ -21,6 +21,8 @@ import torch
 import torch.nn.functional as F
 from transformers.activations import ACT2FN
 
+from statelayers.backends import runs_cpu_kernels
+
 
 def causal_conv1d(
     hidden_states: torch.Tensor,
@@ -30,7 +32,7 @@ def causal_conv1d(
     **_: object,
 ) -> torch.Tensor:
     """``hidden_states (b, c, l)``, ``weight (c, k)``, ``bias (c,)``; returns ``(b, c, l)``."""
-    if hidden_states.device.type == "cpu":
+    if runs_cpu_kernels(hidden_states):
         from statelayers.kernels.causal_conv import causal_conv1d_fn
 
         return causal_conv1d_fn(hidden_states, weight, bias, activation)

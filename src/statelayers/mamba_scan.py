@@ -5,7 +5,7 @@ On CPU tensors :func:`selective_scan` (Mamba-1) runs
 :func:`statelayers.kernels.selective_scan.selective_scan_fn` and :func:`chunk_scan`
 (Mamba-2) runs :func:`statelayers.kernels.ssd.mamba_chunk_scan_combined`: softplus,
 bias, skip and gate fused into one compiled pass, forward and backward. On other devices
-(a GPU without mamba-ssm) Mamba-1 runs the PyTorch scan below and Mamba-2
+(a GPU without mamba-ssm), or without numba, Mamba-1 runs the PyTorch scan below and Mamba-2
 transformers' chunked PyTorch scan, as does a Mamba-2 call with an initial state
 (generation with a cache, which the workflow never does).
 
@@ -39,6 +39,8 @@ import torch
 import torch.nn.functional as F
 from transformers.models.mamba import modeling_mamba
 from transformers.models.mamba2 import modeling_mamba2
+
+from statelayers.backends import runs_cpu_kernels
 
 REFERENCE_SCAN = inspect.unwrap(modeling_mamba.mamba_selective_scan)
 """transformers' PyTorch loop (never a CUDA kernel), the reference the tests compare with."""
@@ -128,7 +130,7 @@ def selective_scan(
     dtype = hidden_states.dtype
     with torch.autocast(hidden_states.device.type, enabled=False):
         inputs = [None if t is None else t.float() for t in (hidden_states, dt, A, B, C, D, z, delta_bias)]
-        if hidden_states.device.type == "cpu":
+        if runs_cpu_kernels(hidden_states):
             from statelayers.kernels.selective_scan import selective_scan_fn
 
             y, last_state = selective_scan_fn(*inputs, delta_softplus=delta_softplus, return_last_state=True)
@@ -172,7 +174,7 @@ def chunk_scan(
     **kwargs: object,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """transformers' ``mamba2_chunk_scan`` signature; float32 throughout, like it."""
-    if hidden_states.device.type != "cpu" or initial_states is not None:
+    if not runs_cpu_kernels(hidden_states) or initial_states is not None:
         return REFERENCE_CHUNK_SCAN(
             hidden_states, dt, A, B, C, chunk_size, D=D, dt_bias=dt_bias, initial_states=initial_states,
             dt_softplus=dt_softplus, dt_limit=dt_limit, return_final_states=return_final_states, **kwargs,
