@@ -14,19 +14,14 @@ Compiled code is cached on disk (numba's ``cache=True``, beside the sources or i
 
 from __future__ import annotations
 
-import os
-
 import numba
 import torch
 
-if "NUMBA_THREADING_LAYER" not in os.environ:
-    # numba's OpenMP layer loads the system libgomp beside the copy torch ships: two
-    # thread pools whose idle workers spin for the same cores. numba's own workqueue
-    # pool sleeps between calls. (The kernels are called from one thread at a time.)
-    numba.config.THREADING_LAYER = "workqueue"
 
-
-def use_torch_threads() -> None:
+def use_torch_threads() -> int:
     """Run numba's parallel loops on as many threads as torch's intra-op pool, which
-    :func:`statelayers.runtime.start` sets from the job's ``threads``."""
-    numba.set_num_threads(max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS)))
+    :func:`statelayers.runtime.start` sets from the job's ``threads``; return that number
+    (the kernels keep one scratch buffer per thread, indexed by ``numba.get_thread_id()``)."""
+    threads = max(1, min(torch.get_num_threads(), numba.config.NUMBA_NUM_THREADS))
+    numba.set_num_threads(threads)
+    return threads

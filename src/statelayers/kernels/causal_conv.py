@@ -28,6 +28,7 @@ order (bit-identical at any thread count).
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import torch
 from numba import njit, prange
@@ -67,11 +68,11 @@ def _forward(x, weight, bias, gated, out):
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _backward(x, weight, bias, gated, grad_out, grad_x, grad_weight, grad_bias):
+def _backward(x, weight, bias, gated, grad_out, grad_x, grad_weight, grad_bias, scratch):
     batch, length, channels = x.shape
     width = weight.shape[0]
     for b in prange(batch):
-        pre, grad_pre = np.empty(channels, x.dtype), np.empty((length, channels), x.dtype)
+        pre, grad_pre = np.empty(channels, x.dtype), scratch[numba.get_thread_id()]  # per-thread buffer
         for t in range(length):
             g_t, gp_t = grad_out[b, t], grad_pre[t]
             if gated:
@@ -117,7 +118,7 @@ class FusedCausalConv(torch.autograd.Function):
         grad_x = torch.empty_like(x)
         grad_weight = x.new_empty(batch, *weight.shape)
         grad_bias = x.new_empty(batch, channels)
-        use_torch_threads()
+        threads = use_torch_threads()
         _backward(
             x.numpy(),
             weight.numpy(),
@@ -127,6 +128,7 @@ class FusedCausalConv(torch.autograd.Function):
             grad_x.numpy(),
             grad_weight.numpy(),
             grad_bias.numpy(),
+            x.new_empty(threads, *x.shape[1:]).numpy(),
         )
         return grad_x, grad_weight.sum(0), grad_bias.sum(0), None
 

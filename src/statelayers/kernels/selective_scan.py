@@ -34,6 +34,7 @@ run at any thread count.
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 import torch
 from numba import njit, prange
@@ -85,7 +86,7 @@ def _forward(u, delta, A, B, C, D, z, bias, delta_softplus, gated, out, last):
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
 def _backward(
     u, delta, A, B, C, D, z, bias, delta_softplus, gated, grad_out, grad_last,
-    grad_u, grad_delta, grad_z, grad_A, grad_B, grad_C, grad_D,
+    grad_u, grad_delta, grad_z, grad_A, grad_B, grad_C, grad_D, scratch_states, scratch_decays,
 ):  # fmt: skip
     batch, length, dim = u.shape
     n_state = A.shape[0]
@@ -96,8 +97,10 @@ def _backward(
         hi = min(lo + BLOCK, dim)
         width = hi - lo
         D_, bias_ = D[lo:hi], bias[lo:hi]
-        states = np.zeros((length + 1, n_state, width), u.dtype)  # states[t + 1] = h_t, states[0] = 0
-        decays = np.empty((length, n_state, width), u.dtype)
+        # Per-thread buffers: allocating ~160 KB per item costs an mmap and its page faults.
+        states = scratch_states[numba.get_thread_id()]  # states[t + 1] = h_t, states[0] = 0
+        decays = scratch_decays[numba.get_thread_id()]
+        states[0] = 0
         dts = np.empty((length, width), u.dtype)
         pre_gate = np.empty((length, width), u.dtype)
         for t in range(length):
@@ -223,12 +226,15 @@ class FusedSelectiveScan(torch.autograd.Function):
             u.new_empty(blocks, batch, length, n_state),
         )
         grad_D = u.new_empty(batch, channels)
-        use_torch_threads()
+        threads = use_torch_threads()
+        scratch_states = u.new_empty(threads, length + 1, n_state, BLOCK)
+        scratch_decays = u.new_empty(threads, length, n_state, BLOCK)
         _backward(
             *_numpy(*arrays),
             ctx.delta_softplus,
             gated,
             *_numpy(grad_out, grad_last, grad_u, grad_delta, grad_z, grad_A, grad_B, grad_C, grad_D),
+            *_numpy(scratch_states, scratch_decays),
         )
         return (
             grad_u.transpose(1, 2),

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import math
 
+import numba
 import numpy as np
 import torch
 from numba import njit, prange
@@ -74,7 +75,7 @@ def _forward(x, delta, A, B, C, D, bias, delta_softplus, limits, out, last):
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
 def _backward(
     x, delta, A, B, C, D, bias, delta_softplus, limits, grad_out, grad_last,
-    grad_x, grad_delta, grad_A, grad_B, grad_C, grad_D,
+    grad_x, grad_delta, grad_A, grad_B, grad_C, grad_D, scratch_states,
 ):  # fmt: skip
     batch, length, heads, head_dim = x.shape
     groups, n_state = B.shape[2], B.shape[3]
@@ -82,7 +83,9 @@ def _backward(
     for item in prange(batch * heads):
         b, h = item // heads, item % heads
         g = h // per_group
-        states = np.zeros((length + 1, n_state, head_dim), x.dtype)  # states[t + 1] = S_t
+        # A per-thread buffer: allocating ~330 KB per item costs an mmap and its page faults.
+        states = scratch_states[numba.get_thread_id()]  # states[t + 1] = S_t, states[0] = 0
+        states[0] = 0
         dts, decays = np.empty(length, x.dtype), np.empty(length, x.dtype)
         for t in range(length):
             dt = _step_size(delta[b, t, h] + bias[h], delta_softplus, limits)
@@ -171,7 +174,7 @@ class FusedChunkScan(torch.autograd.Function):
             x.new_empty(batch, length, heads, n_state),
             x.new_empty(batch, length, heads, n_state),
         )
-        use_torch_threads()
+        threads = use_torch_threads()
         _backward(
             *(t.numpy() for t in arrays),
             delta_softplus,
@@ -179,6 +182,7 @@ class FusedChunkScan(torch.autograd.Function):
             grad_out.contiguous().numpy(),
             grad_last.numpy(),
             *(t.numpy() for t in (grad_x, grad_delta, grad_A, grad_B, grad_C, grad_D)),
+            x.new_empty(threads, length + 1, n_state, head_dim).numpy(),
         )
 
         def per_group(grad):  # (batch, length, heads, n) -> (batch, length, groups, n)
