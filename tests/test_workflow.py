@@ -201,6 +201,15 @@ def test_one_architectures_training_setting_reruns_only_its_chain(workdir):
     assert "task_data" not in {rule for rule, _ in jobs}
 
 
+def test_stopping_criterion_reruns_the_training_chain_of_the_runs_it_changes(workdir):
+    """A new shared target reaches every architecture but the GRU, whose override keeps its own."""
+    jobs = planned_jobs(workdir, overlay(workdir, "target.yaml", {"training": {"target_accuracy": 0.5}}))
+    per_run = [(rule, w) for rule, w in jobs if rule in PER_RUN_RULES]
+    assert {w["arch"] for _, w in per_run} == {"transformer", "mamba", "mamba2", "lstm"}
+    assert Counter(rule for rule, _ in per_run) == {rule: 12 for rule in PER_RUN_RULES}
+    assert not {"task_data", "sweep_train"} & {rule for rule, _ in jobs}
+
+
 def test_mamba_scan_setting_retrains_the_mamba_families_only(workdir):
     jobs = planned_jobs(workdir, overlay(workdir, "scan.yaml", {"training": {"mamba_scan": "reference"}}))
     assert {w["arch"] for rule, w in jobs if rule == "train"} == {"mamba", "mamba2"}
@@ -246,6 +255,9 @@ def _bad(config: dict, path: list[str], value) -> dict:
         (["task_params", "dyck", "max_depth"], 50, "max_depth"),
         (["pretrained", "models"], [{"name": "gru", "source": "EleutherAI/pythia-160m"}], "gru"),
         (["pretrained", "training", "precision"], "fp8", "precision"),
+        (["training", "target_accuracy"], 1.5, "target_accuracy"),
+        (["training", "target_accuracy"], 0, "target_accuracy"),
+        (["training", "max_steps"], 0, "max_steps"),
     ],
 )
 def test_bad_config_stops_before_any_job(tmp_path, path, value, message):
@@ -334,10 +346,15 @@ def test_codedepth_runs_the_whole_chain_on_the_offline_default_corpus(tmp_path):
     statistics = pd.read_csv(results / "tables" / "codedepth_corpus.csv")
     assert set(statistics["split"]) == {"train", "validation", "probe", "test"}
     assert statistics["files"].sum() == 80 and statistics["tokens"].min() > 0
-    train = pd.read_parquet(results / "data" / "codedepth" / "train_L8.parquet")
-    assert {"path", "start"} <= set(train.columns)
-    assert not set(train["path"]) & set(
+    validation = pd.read_parquet(results / "data" / "codedepth" / "validation_L8.parquet")
+    assert {"path", "start"} <= set(validation.columns)
+    assert not set(validation["path"]) & set(
         pd.read_parquet(results / "data" / "codedepth" / "test_L12.parquet")["path"]
+    )
+    assert not list((results / "data" / "codedepth").glob("train_*"))  # training draws from the corpus
+    assert (
+        "codedepth training windows"
+        in (results / "logs" / "train" / "gru" / "codedepth" / "seed0.log").read_text()
     )
     depths = pd.read_csv(results / "tables" / "codedepth_depths.csv")
     assert depths.query("depth > 0")["fraction"].sum() > 0.1  # real nesting, not all depth 0

@@ -47,7 +47,7 @@ wildcard_constraints:
     task="|".join(TASKS),
     seed=r"\d+",
     length=r"\d+",
-    split="train|validation|probe|test",
+    split="validation|probe|test",
 
 
 RUN = "{arch}/{task}/seed{seed}"
@@ -65,7 +65,8 @@ CODE_CORPUS = "results/data/codedepth/corpus.parquet"
 
 
 def corpus_input(wildcards):
-    """Code-Depth's data is cut from the corpus file; the formal tasks need no input."""
+    """Code-Depth's data and training windows are cut from the corpus file; the formal
+    tasks need no input (their generators draw them)."""
     return {"corpus": CODE_CORPUS} if wildcards.task == "codedepth" else {}
 
 
@@ -309,17 +310,20 @@ def model_output(path):
 
 def run_scale():
     """One line that says at what scale this run measured, for the claims."""
-    training, data, model = config["training"], config["data"], config["model"]
+    training, model = config["training"], config["model"]
     scale = (
         f"{len(SEEDS)} seed{'s' * (len(SEEDS) != 1)}; {len(ARCHS)} architectures x {len(TASKS)} tasks; "
         f"{model['n_layers']} layers, d_model {model['d_model']}, ~{model['target_params']} parameters; "
-        f"{training['steps']} steps x batch {training['batch_size']} at L {TRAIN_LENGTH} "
-        f"from {data['train']} training sequences; eval lengths {EVAL_LENGTHS}"
+        f"at most {training['max_steps']} steps x batch {training['batch_size']} of fresh sequences "
+        f"at L {TRAIN_LENGTH}, stopping at validation token accuracy {training['target_accuracy']} "
+        f"(two checks in a row, every {training['eval_every']} steps); eval lengths {EVAL_LENGTHS}"
     )
+    if training["overrides"]:
+        scale += f"; per-architecture settings {training['overrides']}"
     if PRETRAINED:
         tuning = PRETRAINED_CONFIG["training"]
         scale += (
-            f"; pretrained {', '.join(PRETRAINED)} fine-tuned {tuning['steps']} steps x "
+            f"; pretrained {', '.join(PRETRAINED)} fine-tuned at most {tuning['max_steps']} steps x "
             f"{tuning['batch_size'] * tuning['grad_accumulation']} sequences, "
             f"{len(PRETRAINED_SEEDS)} seed{'s' * (len(PRETRAINED_SEEDS) != 1)}"
         )
