@@ -9,7 +9,7 @@ import pytest
 from statelayers import io
 from statelayers.codedepth import file_split
 from statelayers.data import TrainingStream, make_split, split_rng, training_rng
-from statelayers.train import reached_target, train_checkpoint
+from statelayers.train import learning_curves, reached_target, train_checkpoint, training_table
 
 SPEC = {
     "arch": "gru",
@@ -125,3 +125,28 @@ def test_codedepth_trains_on_windows_of_its_training_files_only():
     assert drawn["tokens"].shape == (64, 6) and drawn["labels"].max() >= 1
     assert {file_split(path) for path in drawn["path"]} == {"train"}
     assert {file_split(path) for path in corpus["path"]} > {"train"}
+
+
+def test_training_tables_list_every_run_and_its_validation_checks(tmp_path, validation):
+    metas, histories = [], []
+    for name, target in (("easy", 0.01), ("hard", 1.0)):
+        meta, history = run(validation, tmp_path / name, target_accuracy=target)
+        metas.append(meta)
+        histories.append(history)
+    table = training_table(metas)
+    assert list(table.columns[:7]) == [
+        "arch",
+        "task",
+        "seed",
+        "steps",
+        "reached",
+        "validation_token_accuracy",
+        "train_seconds",
+    ]
+    assert table[["steps", "reached", "max_steps", "train_length"]].values.tolist() == [
+        [6, True, 12, 10],
+        [12, False, 12, 10],
+    ]
+    curves = learning_curves(metas, histories)
+    assert curves["step"].tolist() == [3, 6, 3, 6, 9, 12]
+    assert set(curves.columns) >= {"arch", "task", "seed", "validation_token_accuracy"}

@@ -98,6 +98,21 @@ def test_tables_are_complete_and_non_trivial(workdir):
     params = pd.read_csv(tables / "params.csv")
     assert len(params) == 15 and (params["params"] > 1000).all()
 
+    training = pd.read_csv(tables / "training.csv")
+    assert list(training.columns[:7]) == [
+        "arch",
+        "task",
+        "seed",
+        "steps",
+        "reached",
+        "validation_token_accuracy",
+        "train_seconds",
+    ]
+    assert len(training) == 15 and training["train_seconds"].gt(0).all()
+    curves = pd.read_csv(tables / "learning_curves.csv")
+    last_check = curves.groupby(["arch", "task", "seed"])["step"].max()
+    assert last_check.to_dict() == training.set_index(["arch", "task", "seed"])["steps"].to_dict()
+
     shapes = pd.read_csv(tables / "profile_shapes.csv")
     shape_metrics = {"first_layer_95", "late_concentration", "best_block_accuracy", "last_block_accuracy"}
     shape_metrics |= {"selectivity_first_layer_95", "selectivity_late_concentration"}
@@ -139,12 +154,12 @@ def test_claims_check_gives_a_verdict_per_finding(workdir):
 def test_html_report_builds_with_figures_tables_and_claims(workdir):
     snakemake(workdir, "--configfile", "config/test.yaml", "--report", "results/report.html")
     html = (workdir / "results" / "report.html").read_text(errors="ignore")
-    for name in ("probe_profiles.png", "ablations.png", "claims.csv", "probes.csv"):
+    for name in ("probe_profiles.png", "learning_curves.png", "ablations.png", "claims.csv", "training.csv"):
         assert name in html
 
 
 def test_figures_are_real_images(workdir):
-    for name in ("probe_profiles", "behaviour", "ablations", "ablation_ood"):
+    for name in ("probe_profiles", "behaviour", "learning_curves", "ablations", "ablation_ood"):
         png = matplotlib.image.imread(workdir / "results" / "figures" / f"{name}.png")
         assert png.shape[0] > 300 and png.shape[1] > 600
         assert png[..., :3].std() > 0.05  # not blank
@@ -199,6 +214,19 @@ def test_one_architectures_training_setting_reruns_only_its_chain(workdir):
     assert {w["arch"] for _, w in per_run} == {"lstm"}
     assert Counter(rule for rule, _ in per_run) == {rule: 3 for rule in PER_RUN_RULES}  # 3 tasks
     assert "task_data" not in {rule for rule, _ in jobs}
+
+
+def test_runs_stop_at_the_criterion_or_at_max_steps(workdir):
+    """config/test.yaml gives the GRU a target it reaches at its second check (step 4);
+    no other model reaches 0.99 in 6 steps."""
+    training = pd.read_csv(workdir / "results" / "tables" / "training.csv")
+    reached = training[training["arch"] == "gru"]
+    assert reached["reached"].all() and (reached["steps"] == 4).all()
+    assert (reached["validation_token_accuracy"] >= reached["target_accuracy"]).all()
+    ran_out = training[training["arch"] != "gru"]
+    assert not ran_out["reached"].any() and (ran_out["steps"] == ran_out["max_steps"]).all()
+    meta = (workdir / "results" / "models" / "gru" / "s3" / "seed0" / "model.json").read_text()
+    assert '"steps": 4' in meta and '"reached": true' in meta
 
 
 def test_stopping_criterion_reruns_the_training_chain_of_the_runs_it_changes(workdir):
