@@ -148,6 +148,9 @@ def test_claims_check_gives_a_verdict_per_finding(workdir):
     # One seed has no interval: the seed-level findings cannot be decided at the test scale.
     assert set(claims.loc[claims["finding"] <= 4, "verdict"]) == {"inconclusive"}
     assert claims["scale"].str.contains("1 seed;").all()
+    # Tiny models do not learn their tasks in 6 steps: the profile findings say so.
+    assert claims.set_index("finding").loc[2, "reason"].startswith("mamba did not learn parity (accuracy")
+    assert "Runs that learned their task" in (workdir / "results" / "claims.md").read_text()
     assert "| 5 |" in (workdir / "results" / "claims.md").read_text()
 
 
@@ -286,6 +289,7 @@ def _bad(config: dict, path: list[str], value) -> dict:
         (["training", "target_accuracy"], 1.5, "target_accuracy"),
         (["training", "target_accuracy"], 0, "target_accuracy"),
         (["training", "max_steps"], 0, "max_steps"),
+        (["eval_lengths"], [60, 80], "eval_lengths must include train_length"),
     ],
 )
 def test_bad_config_stops_before_any_job(tmp_path, path, value, message):

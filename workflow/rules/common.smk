@@ -35,6 +35,12 @@ if config["task_params"]["dyck"]["max_depth"] > TRAIN_LENGTH:
         f"exceeds train_length ({TRAIN_LENGTH}); no training sequence could reach it"
     )
 
+if TRAIN_LENGTH not in config["eval_lengths"]:
+    raise ValueError(
+        f"config: eval_lengths must include train_length ({TRAIN_LENGTH}): the claims check "
+        "reads whether a run learned its task from its test accuracy at the training length"
+    )
+
 if TRAIN_LENGTH not in config["interventions"]["eval_lengths"]:
     raise ValueError(
         f"config: interventions.eval_lengths must include train_length ({TRAIN_LENGTH}): "
