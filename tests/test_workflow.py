@@ -241,6 +241,22 @@ def test_stopping_criterion_reruns_the_training_chain_of_the_runs_it_changes(wor
     assert not {"task_data", "sweep_train"} & {rule for rule, _ in jobs}
 
 
+def test_sweep_target_trains_the_grid_and_reads_validation_accuracy_only(tmp_path):
+    root = copy_workflow(tmp_path)
+    grid = overlay(root, "grid.yaml", {"architectures": ["gru", "transformer"], "tasks": ["parity"]})
+    result = snakemake(root, "sweep", "--configfile", "config/test.yaml", str(grid))
+    rules = {rule for rule, _ in listed_jobs(result.stdout + result.stderr)}
+    # Validation data, the short runs and their summaries; no probe, erasure or claim.
+    assert rules == {"task_data", "sweep_train", "sweep_table", "sweep_figure", "sweep"}
+    assert not (root / "results" / "models").exists()
+    sweep = pd.read_csv(root / "results" / "tables" / "sweep.csv")
+    assert len(sweep) == 2 * 2  # architectures x learning rates (one batch size, one seed)
+    assert set(sweep["lr"]) == {0.003, 0.03} and (sweep["max_steps"] == 6).all()
+    assert sweep.groupby("arch")["selected"].sum().eq(1).all()
+    png = matplotlib.image.imread(root / "results" / "figures" / "sweep.png")
+    assert png.shape[1] > 600 and png[..., :3].std() > 0.05
+
+
 def test_mamba_scan_setting_retrains_the_mamba_families_only(workdir):
     jobs = planned_jobs(workdir, overlay(workdir, "scan.yaml", {"training": {"mamba_scan": "reference"}}))
     assert {w["arch"] for rule, w in jobs if rule == "train"} == {"mamba", "mamba2"}
@@ -289,6 +305,8 @@ def _bad(config: dict, path: list[str], value) -> dict:
         (["training", "target_accuracy"], 1.5, "target_accuracy"),
         (["training", "target_accuracy"], 0, "target_accuracy"),
         (["training", "max_steps"], 0, "max_steps"),
+        (["sweep", "lr"], [], "['sweep']['lr']"),
+        (["sweep", "lr"], [0.001, 0.0], "['sweep']['lr']"),
         (["eval_lengths"], [60, 80], "eval_lengths must include train_length"),
     ],
 )

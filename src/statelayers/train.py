@@ -429,6 +429,37 @@ def train_checkpoint(
     return run.model
 
 
+def sweep_point(
+    spec_params: dict,
+    training: dict,
+    seed: int,
+    device: str,
+    mamba: dict | None,
+    data_seed: int,
+    train_length: int,
+    validation_path: str,
+    corpus_path: str | None = None,
+) -> dict:
+    """One short run of the hyper-parameter sweep: trained like :func:`train_checkpoint`
+    (no checkpoint, no resume), summarised by its validation checks only."""
+    run = prepare_run(
+        spec_params, training, seed, device, mamba, data_seed, train_length, validation_path, corpus_path
+    )
+    outcome = train(
+        run.model, run.stream, run.validation, TrainConfig(**training), seed=seed, device=run.device
+    )
+    return {
+        "lr": training["lr"],
+        "batch_size": training["batch_size"],
+        "max_steps": training["max_steps"],
+        "target_accuracy": training["target_accuracy"],
+        "steps": outcome.steps,
+        "reached": outcome.reached,
+        "validation_token_accuracy": outcome.history[-1]["validation_token_accuracy"],
+        "train_seconds": outcome.history[-1]["seconds"],
+    }
+
+
 TRAINING_COLUMNS = (
     "arch",
     "task",

@@ -196,6 +196,32 @@ def train_settings(wildcards):
     )
 
 
+SWEEP = config["sweep"]
+SWEEP_RUN = "{arch}/{task}/lr{lr}_batch{batch_size}/seed{seed}"
+
+
+def sweep_settings(wildcards):
+    """A sweep run's training settings: the run's own, with the grid point's learning rate
+    and batch size and the sweep's step budget."""
+    return train_settings(wildcards) | {
+        "lr": float(wildcards.lr),
+        "batch_size": int(wildcards.batch_size),
+        "max_steps": SWEEP["max_steps"],
+    }
+
+
+def sweep_runs():
+    """Every sweep run's summary file: architectures x tasks x grid points x sweep seeds."""
+    return expand(
+        f"results/sweep/{SWEEP_RUN}.csv",
+        arch=ARCHS,
+        task=TASKS,
+        lr=SWEEP["lr"],
+        batch_size=SWEEP["batch_size"],
+        seed=SWEEP["seeds"],
+    )
+
+
 def mamba_settings(wildcards):
     """How Mamba and Mamba-2 run (the backend, and under it whose pure-PyTorch scan and
     convolution): their jobs only, so a change reruns no other small architecture.
