@@ -23,6 +23,7 @@ include: "workflow/rules/patching.smk"
 include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/claims.smk"
+include: "workflow/rules/sweep.smk"
 
 
 rule all:

@@ -1,36 +1,56 @@
 """Verdict rules on synthetic tables built to reproduce, or to contradict, each finding."""
 
+import re
+
 import numpy as np
 import pandas as pd
+import pytest
 
-from statelayers.claims import check_claims, claims_markdown
+from statelayers.claims import LEARNED_ACCURACY, check_claims, claims_markdown, learned_runs
 
 ARCHS = ["transformer", "mamba", "mamba2", "lstm", "gru"]
 SEEDS = [0, 1, 2, 3]
-LENGTHS = [40, 80, 120]
+TRAIN_LENGTH = 40
+LENGTHS = [TRAIN_LENGTH, 80, 120]
 
 
 def noisy(value, seed, scale=0.005):
     return float(np.clip(value + np.random.default_rng(seed).normal(0, scale), 0, 1))
 
 
-def behaviour_table(accuracy):
-    """``accuracy(arch, task) -> float``, the same at every length, plus small seed noise."""
+def learned_everywhere(arch, task, seed):
+    return None
+
+
+def behaviour_table(accuracy, at_train=learned_everywhere):
+    """``accuracy(arch, task) -> float`` at the longer lengths, plus small seed noise; at
+    the training length ``at_train(arch, task, seed)``, or where that is None at least
+    0.99 (the model learned its task)."""
+
+    def value(a, t, s, n):
+        if n == TRAIN_LENGTH:
+            trained = at_train(a, t, s)
+            target = max(accuracy(a, t), 0.99) if trained is None else trained
+        else:
+            target = accuracy(a, t)
+        return 1.0 if target == 1.0 else noisy(target, s * 7 + n)
+
     return pd.DataFrame(
         [
-            {
-                "arch": a,
-                "task": t,
-                "seed": s,
-                "eval_length": n,
-                "token_accuracy": 1.0 if accuracy(a, t) == 1.0 else noisy(accuracy(a, t), s * 7 + n),
-            }
+            {"arch": a, "task": t, "seed": s, "eval_length": n, "token_accuracy": value(a, t, s, n)}
             for a in ARCHS
             for t in ("parity", "s3", "dyck")
             for s in SEEDS
             for n in LENGTHS
         ]
     )
+
+
+def not_learned(runs, accuracy=0.55):
+    """``at_train`` where the (arch, task) pairs of ``runs`` (all seeds, or the seeds
+    given as a third element) stay at ``accuracy``."""
+    keyed = {(r[0], r[1]): (r[2] if len(r) > 2 else SEEDS) for r in runs}
+    return lambda a, t, s: accuracy if s in keyed.get((a, t), ()) else None
 
 
 def paper_accuracy(arch, task):
@@ -76,6 +96,8 @@ def paper_profile(arch, task):
 
 
 def ablation_tables(probe_drop):
+    """``probe_drop``: the drop of the probe-direction erasure, a number or ``f(arch, task)``."""
+    drop_of = probe_drop if callable(probe_drop) else (lambda a, t: probe_drop)
     rows, readability = [], []
     for a in ARCHS:
         for t in ("parity", "s3", "dyck"):
@@ -93,7 +115,7 @@ def ablation_tables(probe_drop):
                             "method": "probe",
                             "rank": 1,
                             "eval_length": n,
-                            "drop": noisy(probe_drop, s + n, 0.02),
+                            "drop": noisy(drop_of(a, t), s + n, 0.02),
                         }
                     )
                     for draw in range(2):
@@ -113,8 +135,14 @@ def ablation_tables(probe_drop):
 
 
 def verdicts(behaviour, probes, ablations=None, readability=None):
-    claims = check_claims(behaviour, probes, ablations, readability, scale="synthetic")
+    claims = check_claims(
+        behaviour, probes, ablations, readability, scale="synthetic", train_length=TRAIN_LENGTH
+    )
     return dict(zip(claims["finding"], claims["verdict"])), claims
+
+
+def rows(claims):
+    return claims.set_index("finding")
 
 
 def test_paper_like_tables_reproduce_findings_1_to_5():
@@ -123,7 +151,10 @@ def test_paper_like_tables_reproduce_findings_1_to_5():
     )
     assert [found[i] for i in range(1, 6)] == ["reproduced"] * 5, claims.to_string()
     assert found[6] == found[7] == "inconclusive"
-    assert "Claims check" in claims_markdown(claims)
+    markdown = claims_markdown(
+        claims, learned_runs(behaviour_table(paper_accuracy), TRAIN_LENGTH), TRAIN_LENGTH
+    )
+    assert "Claims check" in markdown and "| transformer | parity | 4 of 4 |" in markdown
 
 
 def test_reversed_behaviour_is_not_reproduced():
@@ -166,6 +197,89 @@ def test_missing_architecture_or_stage_is_named():
     assert "interventions stage did not run" in reasons[5]
 
 
+def test_a_run_learned_its_task_from_the_threshold_on_at_the_training_length():
+    behaviour = pd.DataFrame(
+        {
+            "arch": ["gru"] * 4,
+            "task": ["parity"] * 4,
+            "seed": [0, 0, 1, 1],
+            "eval_length": [40, 80, 40, 80],
+            "token_accuracy": [LEARNED_ACCURACY, 0.2, LEARNED_ACCURACY - 1e-4, 1.0],
+        }
+    )
+    runs = learned_runs(behaviour, 40).set_index("seed")
+    assert runs["learned"].tolist() == [True, False]  # only the training length decides
+    with pytest.raises(ValueError, match="training length 60"):
+        learned_runs(behaviour, 60)
+
+
+def test_findings_use_only_models_that_learned_and_name_those_that_did_not():
+    """A Transformer that never learned parity or s3: the findings that need it there are
+    inconclusive and say why; findings about tasks it learned keep their verdict."""
+    unlearned = not_learned([("transformer", "parity"), ("transformer", "s3")])
+    found, claims = verdicts(
+        behaviour_table(paper_accuracy, unlearned), probes_table(paper_profile), *ablation_tables(0.4)
+    )
+    reasons = rows(claims)["reason"]
+    assert found[1] == "reproduced"  # behaviour keeps every run
+    assert found[2] == "inconclusive"
+    assert re.match(r"transformer did not learn parity \(accuracy 0\.5\d\d at seed 0, ", reasons[2])
+    assert "transformer did not learn s3 (accuracy" in reasons[2] and "at seed 3" in reasons[2]
+    assert found[3] == "reproduced"  # dyck: every model it needs learned dyck
+    assert found[4] == "inconclusive" and "transformer did not learn s3" in reasons[4]
+    assert found[5] == "reproduced"
+    assert "left out: transformer did not learn parity" in rows(claims)["measured"][5]
+
+
+def test_a_model_that_learned_in_one_seed_only_leaves_its_sub_claims_unresolved():
+    unlearned = not_learned([("mamba", "dyck", [1, 2, 3])], accuracy=0.8)
+    found, claims = verdicts(behaviour_table(paper_accuracy, unlearned), probes_table(paper_profile))
+    assert found[3] == "inconclusive"
+    reason = rows(claims)["reason"][3]
+    assert re.match(r"mamba did not learn dyck \(accuracy 0\.[78]\d\d at seed 1, ", reason)
+    assert "at seed 0," not in reason and "learned at seed 0 only" in reason
+    # Two learned seeds are enough: the sub-claim is decided on them.
+    two_learned = not_learned([("mamba", "dyck", [2, 3])], accuracy=0.8)
+    found, _ = verdicts(behaviour_table(paper_accuracy, two_learned), probes_table(paper_profile))
+    assert found[3] == "reproduced"
+
+
+def test_a_contradiction_needing_a_model_that_did_not_learn_is_no_verdict():
+    """Architecture-fixed profiles contradict finding 3 (test above); without learned
+    Mamba runs on dyck the finding is inconclusive, and says what the learned runs contradict."""
+
+    def fixed(arch, task):
+        return paper_profile(arch, "parity")
+
+    found, claims = verdicts(
+        behaviour_table(paper_accuracy, not_learned([("mamba", "dyck")])), probes_table(fixed)
+    )
+    reason = rows(claims)["reason"][3]
+    assert found[3] == "inconclusive"
+    assert reason.startswith("mamba did not learn dyck")
+    assert "contradicted among the runs that learned: dyck transformer: 2 - first block at 95 %" in reason
+
+
+def test_necessity_pools_the_runs_that_learned_each_task():
+    """A Transformer that never learned parity and whose erasures do nothing is left out of
+    parity's pool; when no run learned parity its sub-claims are unresolved."""
+
+    def drop(arch, task):
+        return 0.0 if (arch, task) == ("transformer", "parity") else 0.4
+
+    unlearned = not_learned([("transformer", "parity")])
+    found, claims = verdicts(
+        behaviour_table(paper_accuracy, unlearned), probes_table(paper_profile), *ablation_tables(drop)
+    )
+    assert found[5] == "reproduced"
+    nobody = not_learned([(arch, "parity") for arch in ARCHS])
+    found, claims = verdicts(
+        behaviour_table(paper_accuracy, nobody), probes_table(paper_profile), *ablation_tables(0.4)
+    )
+    assert found[5] == "inconclusive"
+    assert "lstm did not learn parity" in rows(claims)["reason"][5]
+
+
 def conv1d_rows(lost_pp):
     """The Conv1D table for Mamba and its twin; ``lost_pp[task]`` = accuracy lost without Conv1D."""
     rows = []
@@ -194,7 +308,13 @@ def conv1d_rows(lost_pp):
 def finding(number, **tables):
     """The verdict row of finding ``number`` on paper-like behaviour and probes plus ``tables``."""
     claims = check_claims(
-        behaviour_table(paper_accuracy), probes_table(paper_profile), None, None, "synthetic", **tables
+        behaviour_table(paper_accuracy),
+        probes_table(paper_profile),
+        None,
+        None,
+        "synthetic",
+        train_length=TRAIN_LENGTH,
+        **tables,
     )
     return claims.set_index("finding").loc[number]
 

@@ -127,12 +127,12 @@ def test_every_layer_is_a_tap_and_edits_fire_there(fetched):
 
 
 def test_fine_tuning_saves_a_checkpoint_that_reloads_identically(fetched, tmp_path):
-    rng = np.random.default_rng(0)
-    for split, n in (("train", 64), ("validation", 8)):
-        data = generate("parity", n, 10, rng)
-        frame = pd.DataFrame({"seq_id": range(n), **{k: list(v) for k, v in data.items()}})
-        io.write_parquet(frame, tmp_path / f"{split}.parquet")
-    training = dict(steps=4, batch_size=4, grad_accumulation=2, precision="fp32", eval_every=2, log_every=2)
+    data = generate("parity", 8, 10, np.random.default_rng(0))
+    frame = pd.DataFrame({"seq_id": range(8), **{k: list(v) for k, v in data.items()}})
+    io.write_parquet(frame, tmp_path / "validation.parquet")
+    training = dict(
+        max_steps=4, batch_size=4, grad_accumulation=2, precision="fp32", eval_every=2, log_every=2
+    )
     spec_params = {"pretrained": str(fetched), "task": "parity", "task_params": {}}
     model = train_checkpoint(
         spec_params,
@@ -140,7 +140,8 @@ def test_fine_tuning_saves_a_checkpoint_that_reloads_identically(fetched, tmp_pa
         seed=0,
         device="cpu",
         mamba=None,
-        train_path=str(tmp_path / "train.parquet"),
+        data_seed=0,
+        train_length=10,
         validation_path=str(tmp_path / "validation.parquet"),
         out_dir=tmp_path / "model",
         history_path=tmp_path / "history.csv",

@@ -3,7 +3,15 @@
 import pandas as pd
 import pytest
 
-from statelayers.readme import END, START, behaviour_markdown, complete_run, replace_section, results_section
+from statelayers.readme import (
+    END,
+    START,
+    behaviour_markdown,
+    complete_run,
+    replace_section,
+    results_section,
+    training_markdown,
+)
 
 
 def summary():
@@ -25,6 +33,40 @@ def summary():
     return pd.DataFrame(rows)
 
 
+def training():
+    """LSTM reached the criterion in both seeds, the Transformer in neither."""
+    rows = [
+        ("lstm", 0, 150, True, 0.995),
+        ("lstm", 1, 250, True, 0.991),
+        ("transformer", 0, 500, False, 0.52),
+        ("transformer", 1, 500, False, 0.50),
+    ]
+    return pd.DataFrame(
+        [
+            {
+                "arch": arch,
+                "task": "parity",
+                "seed": seed,
+                "steps": steps,
+                "reached": reached,
+                "validation_token_accuracy": accuracy,
+                "train_seconds": 1.0,
+                "max_steps": 500,
+                "target_accuracy": 0.99,
+                "train_length": 40,
+            }
+            for arch, seed, steps, reached, accuracy in rows
+        ]
+    )
+
+
+def test_training_table_gives_steps_seeds_reached_and_accuracy_at_the_training_length():
+    table = training_markdown(training(), summary()).splitlines()
+    assert table[0].endswith("| test token accuracy at L = 40 |")
+    assert table[2] == "| parity | LSTM | 200 (150-250) of 500 | 2 of 2 | 0.993 | 1.000 [0.990, 1.010] |"
+    assert table[3] == "| parity | Transformer | 500 of 500 | 0 of 2 | 0.510 | 0.500 [0.490, 0.510] |"
+
+
 def test_behaviour_table_has_a_row_per_task_and_arch_and_a_column_per_length():
     table = behaviour_markdown(summary()).splitlines()
     assert table[0] == "| task | architecture | L = 40 | L = 120 |"
@@ -36,14 +78,16 @@ def test_section_replaces_only_the_marked_block():
     claims = pd.DataFrame(
         [{"finding": 1, "verdict": "not reproduced", "reason": "CI below the bound", "scale": "2 seeds"}]
     )
-    section = results_section(claims, summary(), date="2026-11-30", run_time="87 jobs")
+    section = results_section(claims, summary(), training(), date="2026-11-30", run_time="87 jobs")
     readme = f"# Title\n\nintro\n{START}\nold numbers\n{END}\n## Next\n"
     updated = replace_section(readme, section)
     assert updated.startswith("# Title\n\nintro\n") and updated.endswith("\n## Next\n")
     assert "old numbers" not in updated and "| 1 | **not reproduced** | CI below the bound |" in updated
     assert "2026-11-30" in updated and "2 seeds" in updated
     assert "both seeds agree, not that the difference is significant" in updated  # n_seeds is 2
-    three_seeds = results_section(claims, summary().assign(n_seeds=3), date="2026-11-30", run_time="87 jobs")
+    three_seeds = results_section(
+        claims, summary().assign(n_seeds=3), training(), date="2026-11-30", run_time="87 jobs"
+    )
     assert "both seeds agree" not in three_seeds
     assert replace_section(updated, section) == updated  # idempotent
     with pytest.raises(ValueError):
@@ -88,8 +132,10 @@ def test_conv1d_table_appears_only_when_given_and_marks_significance():
             },
         ]
     )
-    without = results_section(claims, summary(), date="2026-12-01", run_time="10 jobs")
+    without = results_section(claims, summary(), training(), date="2026-12-01", run_time="10 jobs")
     assert "Conv1D ablation" not in without
-    lines = results_section(claims, summary(), "2026-12-01", "10 jobs", conv1d_summary=conv1d).splitlines()
+    lines = results_section(
+        claims, summary(), training(), "2026-12-01", "10 jobs", conv1d_summary=conv1d
+    ).splitlines()
     assert "| Mamba | s3 | trained without | -12.3 [-20.0, -4.5] | 3 | 0.02 * |" in lines
     assert "| Mamba-2 | dyck | removed at inference | +0.2 [-0.5, +1.0] | 3 | n/a |" in lines

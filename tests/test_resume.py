@@ -1,17 +1,17 @@
-"""A training job killed with SIGKILL resumes and ends exactly where an uninterrupted run ends."""
+"""A training job killed with SIGKILL resumes and ends exactly where an uninterrupted run ends:
+same weights, same history, same stopping step, with fresh sequences drawn all along."""
 
 import json
 import os
 import signal
 import subprocess
 import sys
-import time
 
 import pandas as pd
 import pytest
 import torch
 
-from statelayers import io
+from statelayers import io, train
 from statelayers.data import make_split
 from statelayers.train import ResumeFile, train_checkpoint
 
@@ -25,7 +25,8 @@ SPEC = {
     "target_params": 1,
 }
 TRAINING = {
-    "steps": 400,
+    "max_steps": 400,
+    "target_accuracy": 0.99,  # reached at about step 200 of 400: the resumed run must stop there too
     "batch_size": 8,
     "lr": 0.01,
     "weight_decay": 0.0,
@@ -36,12 +37,14 @@ TRAINING = {
 }
 
 
+LENGTH = 12
+KILL_AT = 150
+
+
 @pytest.fixture
 def data(tmp_path):
-    paths = {}
-    for split in ("train", "validation"):
-        paths[split] = tmp_path / f"{split}.parquet"
-        io.write_parquet(make_split("parity", split, 64, 12, seed=0), paths[split])
+    paths = {"validation": tmp_path / "validation.parquet"}
+    io.write_parquet(make_split("parity", "validation", 64, LENGTH, seed=0), paths["validation"])
     return paths
 
 
@@ -52,12 +55,28 @@ def run_training(data, out, resume_every):
         seed=3,
         device="cpu",
         mamba=None,
-        train_path=str(data["train"]),
+        data_seed=0,
+        train_length=LENGTH,
         validation_path=str(data["validation"]),
         out_dir=out,
         history_path=out / "train_log.csv",
         resume_every=resume_every,
     )
+
+
+def run_until_killed(data, out):
+    """Train, saving the resume state as often as it can, and SIGKILL this process in the
+    middle of step KILL_AT (between two validation checks, some steps after the last save)."""
+    step, calls = train.accumulate_gradients, []
+
+    def step_then_die(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == KILL_AT:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return step(*args, **kwargs)
+
+    train.accumulate_gradients = step_then_die
+    run_training(data, out, resume_every=0.0)
 
 
 def test_killed_training_resumes_to_identical_weights(tmp_path, data):
@@ -66,9 +85,9 @@ def test_killed_training_resumes_to_identical_weights(tmp_path, data):
     script = (
         "import sys, json, torch; torch.set_num_threads(1); sys.path[:0] = json.loads(sys.argv[1]);"
         "from pathlib import Path; import test_resume as t;"
-        "t.run_training({k: Path(v) for k, v in json.loads(sys.argv[2]).items()}, Path(sys.argv[3]), 0.0)"
+        "t.run_until_killed({k: Path(v) for k, v in json.loads(sys.argv[2]).items()}, Path(sys.argv[3]))"
     )
-    child = subprocess.Popen(
+    child = subprocess.run(
         [
             sys.executable,
             "-c",
@@ -77,26 +96,30 @@ def test_killed_training_resumes_to_identical_weights(tmp_path, data):
             json.dumps({k: str(v) for k, v in data.items()}),
             str(out),
         ],
+        check=False,
+        timeout=120,
     )
+    assert child.returncode == -signal.SIGKILL
     resume_path = out / "resume.pt"
-    deadline = time.time() + 60
-    while not resume_path.exists() and time.time() < deadline and child.poll() is None:
-        time.sleep(0.02)
-    time.sleep(0.3)
-    child.send_signal(signal.SIGKILL)
-    assert child.wait() == -signal.SIGKILL, "training finished before it could be killed"
     assert not (out / "model.pt").exists()
-    killed_at = torch.load(resume_path, weights_only=True)["step"]
-    assert 0 < killed_at < TRAINING["steps"]
+    saved = torch.load(resume_path, weights_only=True)
+    assert saved["stream"]["bit_generator"] == "PCG64"  # the training stream resumes where it was
+    reference_meta = json.loads((tmp_path / "reference" / "model.json").read_text())
+    assert (
+        reference_meta["reached"]
+        and 0 < saved["step"] < KILL_AT < reference_meta["steps"] < TRAINING["max_steps"]
+    )
 
     resumed = run_training(data, out, resume_every=0.0)
     for (name, a), b in zip(reference.state_dict().items(), resumed.state_dict().values()):
         assert torch.equal(a, b), name
-    metrics = ["step", "loss", "train_token_accuracy", "validation_token_accuracy"]
+    metrics = ["step", "lr", "loss", "train_token_accuracy", "validation_token_accuracy"]
     pd.testing.assert_frame_equal(
         pd.read_csv(tmp_path / "reference" / "train_log.csv")[metrics],
         pd.read_csv(out / "train_log.csv")[metrics],
     )
+    resumed_meta = json.loads((out / "model.json").read_text())
+    assert (resumed_meta["steps"], resumed_meta["reached"]) == (reference_meta["steps"], True)
     assert not resume_path.exists()
 
 

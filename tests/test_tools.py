@@ -49,6 +49,10 @@ def test_readme_results_names_the_full_run_then_its_overlay_and_adds_conv1d_when
     (tables / "behaviour_summary.csv").write_text(
         "arch,task,eval_length,metric,mean,ci_low,ci_high,n_seeds\nlstm,parity,40,token_accuracy,1.0,1.0,1.0,2\n"
     )
+    (tables / "training.csv").write_text(
+        "arch,task,seed,steps,reached,validation_token_accuracy,train_seconds,max_steps,target_accuracy,train_length\n"
+        "lstm,parity,0,150,True,0.995,30.0,500,0.99,40\n"
+    )
     (tables / "conv1d_summary.csv").write_text(
         "family,task,variant,difference_pp,ci_low,ci_high,n_seeds,p_value,p_holm,significant\n"
         "mamba,s3,noconv_trained,-7.6,-8.3,-7.0,2,0.05,0.4,False\n"
@@ -60,6 +64,7 @@ def test_readme_results_names_the_full_run_then_its_overlay_and_adds_conv1d_when
     text = readme.read_text()
     assert "Run of 2026-12-01 (156 jobs, Snakemake wall time 0:42:28; then 73 jobs" in text
     assert "| Mamba | s3 | trained without | -7.6 [-8.3, -7.0] | 2 | 0.4 |" in text
+    assert "| parity | LSTM | 150 of 500 | 1 of 1 | 0.995 | 1.000 [1.000, 1.000] |" in text
     (tmp_path / "results" / "claims.csv").write_text(claims.replace("m: +1 [+1 to +2]", ""))  # 7 not measured
     subprocess.run(tool, cwd=tmp_path, check=True, capture_output=True)
     assert "Conv1D ablation" not in readme.read_text()

@@ -98,6 +98,21 @@ def test_tables_are_complete_and_non_trivial(workdir):
     params = pd.read_csv(tables / "params.csv")
     assert len(params) == 15 and (params["params"] > 1000).all()
 
+    training = pd.read_csv(tables / "training.csv")
+    assert list(training.columns[:7]) == [
+        "arch",
+        "task",
+        "seed",
+        "steps",
+        "reached",
+        "validation_token_accuracy",
+        "train_seconds",
+    ]
+    assert len(training) == 15 and training["train_seconds"].gt(0).all()
+    curves = pd.read_csv(tables / "learning_curves.csv")
+    last_check = curves.groupby(["arch", "task", "seed"])["step"].max()
+    assert last_check.to_dict() == training.set_index(["arch", "task", "seed"])["steps"].to_dict()
+
     shapes = pd.read_csv(tables / "profile_shapes.csv")
     shape_metrics = {"first_layer_95", "late_concentration", "best_block_accuracy", "last_block_accuracy"}
     shape_metrics |= {"selectivity_first_layer_95", "selectivity_late_concentration"}
@@ -133,18 +148,21 @@ def test_claims_check_gives_a_verdict_per_finding(workdir):
     # One seed has no interval: the seed-level findings cannot be decided at the test scale.
     assert set(claims.loc[claims["finding"] <= 4, "verdict"]) == {"inconclusive"}
     assert claims["scale"].str.contains("1 seed;").all()
+    # Tiny models do not learn their tasks in 6 steps: the profile findings say so.
+    assert claims.set_index("finding").loc[2, "reason"].startswith("mamba did not learn parity (accuracy")
+    assert "Runs that learned their task" in (workdir / "results" / "claims.md").read_text()
     assert "| 5 |" in (workdir / "results" / "claims.md").read_text()
 
 
 def test_html_report_builds_with_figures_tables_and_claims(workdir):
     snakemake(workdir, "--configfile", "config/test.yaml", "--report", "results/report.html")
     html = (workdir / "results" / "report.html").read_text(errors="ignore")
-    for name in ("probe_profiles.png", "ablations.png", "claims.csv", "probes.csv"):
+    for name in ("probe_profiles.png", "learning_curves.png", "ablations.png", "claims.csv", "training.csv"):
         assert name in html
 
 
 def test_figures_are_real_images(workdir):
-    for name in ("probe_profiles", "behaviour", "ablations", "ablation_ood"):
+    for name in ("probe_profiles", "behaviour", "learning_curves", "ablations", "ablation_ood"):
         png = matplotlib.image.imread(workdir / "results" / "figures" / f"{name}.png")
         assert png.shape[0] > 300 and png.shape[1] > 600
         assert png[..., :3].std() > 0.05  # not blank
@@ -201,6 +219,44 @@ def test_one_architectures_training_setting_reruns_only_its_chain(workdir):
     assert "task_data" not in {rule for rule, _ in jobs}
 
 
+def test_runs_stop_at_the_criterion_or_at_max_steps(workdir):
+    """config/test.yaml gives the GRU a target it reaches at its second check (step 4);
+    no other model reaches 0.99 in 6 steps."""
+    training = pd.read_csv(workdir / "results" / "tables" / "training.csv")
+    reached = training[training["arch"] == "gru"]
+    assert reached["reached"].all() and (reached["steps"] == 4).all()
+    assert (reached["validation_token_accuracy"] >= reached["target_accuracy"]).all()
+    ran_out = training[training["arch"] != "gru"]
+    assert not ran_out["reached"].any() and (ran_out["steps"] == ran_out["max_steps"]).all()
+    meta = (workdir / "results" / "models" / "gru" / "s3" / "seed0" / "model.json").read_text()
+    assert '"steps": 4' in meta and '"reached": true' in meta
+
+
+def test_stopping_criterion_reruns_the_training_chain_of_the_runs_it_changes(workdir):
+    """A new shared target reaches every architecture but the GRU, whose override keeps its own."""
+    jobs = planned_jobs(workdir, overlay(workdir, "target.yaml", {"training": {"target_accuracy": 0.5}}))
+    per_run = [(rule, w) for rule, w in jobs if rule in PER_RUN_RULES]
+    assert {w["arch"] for _, w in per_run} == {"transformer", "mamba", "mamba2", "lstm"}
+    assert Counter(rule for rule, _ in per_run) == {rule: 12 for rule in PER_RUN_RULES}
+    assert not {"task_data", "sweep_train"} & {rule for rule, _ in jobs}
+
+
+def test_sweep_target_trains_the_grid_and_reads_validation_accuracy_only(tmp_path):
+    root = copy_workflow(tmp_path)
+    grid = overlay(root, "grid.yaml", {"architectures": ["gru", "transformer"], "tasks": ["parity"]})
+    result = snakemake(root, "sweep", "--configfile", "config/test.yaml", str(grid))
+    rules = {rule for rule, _ in listed_jobs(result.stdout + result.stderr)}
+    # Validation data, the short runs and their summaries; no probe, erasure or claim.
+    assert rules == {"task_data", "sweep_train", "sweep_table", "sweep_figure", "sweep"}
+    assert not (root / "results" / "models").exists()
+    sweep = pd.read_csv(root / "results" / "tables" / "sweep.csv")
+    assert len(sweep) == 2 * 2  # architectures x learning rates (one batch size, one seed)
+    assert set(sweep["lr"]) == {0.003, 0.03} and (sweep["max_steps"] == 6).all()
+    assert sweep.groupby("arch")["selected"].sum().eq(1).all()
+    png = matplotlib.image.imread(root / "results" / "figures" / "sweep.png")
+    assert png.shape[1] > 600 and png[..., :3].std() > 0.05
+
+
 def test_mamba_scan_setting_retrains_the_mamba_families_only(workdir):
     jobs = planned_jobs(workdir, overlay(workdir, "scan.yaml", {"training": {"mamba_scan": "reference"}}))
     assert {w["arch"] for rule, w in jobs if rule == "train"} == {"mamba", "mamba2"}
@@ -246,6 +302,12 @@ def _bad(config: dict, path: list[str], value) -> dict:
         (["task_params", "dyck", "max_depth"], 50, "max_depth"),
         (["pretrained", "models"], [{"name": "gru", "source": "EleutherAI/pythia-160m"}], "gru"),
         (["pretrained", "training", "precision"], "fp8", "precision"),
+        (["training", "target_accuracy"], 1.5, "target_accuracy"),
+        (["training", "target_accuracy"], 0, "target_accuracy"),
+        (["training", "max_steps"], 0, "max_steps"),
+        (["sweep", "lr"], [], "['sweep']['lr']"),
+        (["sweep", "lr"], [0.001, 0.0], "['sweep']['lr']"),
+        (["eval_lengths"], [60, 80], "eval_lengths must include train_length"),
     ],
 )
 def test_bad_config_stops_before_any_job(tmp_path, path, value, message):
@@ -334,10 +396,15 @@ def test_codedepth_runs_the_whole_chain_on_the_offline_default_corpus(tmp_path):
     statistics = pd.read_csv(results / "tables" / "codedepth_corpus.csv")
     assert set(statistics["split"]) == {"train", "validation", "probe", "test"}
     assert statistics["files"].sum() == 80 and statistics["tokens"].min() > 0
-    train = pd.read_parquet(results / "data" / "codedepth" / "train_L8.parquet")
-    assert {"path", "start"} <= set(train.columns)
-    assert not set(train["path"]) & set(
+    validation = pd.read_parquet(results / "data" / "codedepth" / "validation_L8.parquet")
+    assert {"path", "start"} <= set(validation.columns)
+    assert not set(validation["path"]) & set(
         pd.read_parquet(results / "data" / "codedepth" / "test_L12.parquet")["path"]
+    )
+    assert not list((results / "data" / "codedepth").glob("train_*"))  # training draws from the corpus
+    assert (
+        "codedepth training windows"
+        in (results / "logs" / "train" / "gru" / "codedepth" / "seed0.log").read_text()
     )
     depths = pd.read_csv(results / "tables" / "codedepth_depths.csv")
     assert depths.query("depth > 0")["fraction"].sum() > 0.1  # real nesting, not all depth 0

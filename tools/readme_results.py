@@ -1,4 +1,5 @@
-"""Replace README.md's results section with the latest complete run in this directory.
+"""Replace README.md's results section with the latest complete run in this directory
+(claims, behaviour summary, training table, and the Conv1D summary when measured).
 
 The run is the Snakemake log (``.snakemake/log``) with the most jobs among those that
 finished, the newest on ties: the full run, not a later partial rerun. Complete runs
@@ -32,6 +33,7 @@ conv1d_measured = claims.set_index("finding")["measured"].notna().get(7, False)
 section = results_section(
     claims,
     pd.read_csv("results/tables/behaviour_summary.csv"),
+    pd.read_csv("results/tables/training.csv"),
     date=started.strftime("%Y-%m-%d"),
     run_time=run_time,
     conv1d_summary=pd.read_csv("results/tables/conv1d_summary.csv") if conv1d_measured else None,

@@ -13,6 +13,19 @@ A finding is ``reproduced`` when every sub-claim is supported, ``not reproduced`
 any sub-claim is contradicted, and ``inconclusive`` otherwise; a finding whose stage,
 architectures or tasks are absent from the run is ``inconclusive`` with that reason.
 
+Only models that learned: a run has learned its task when its test token accuracy at
+the training length is at least :data:`LEARNED_ACCURACY` (0.95; fixed before the runs
+trained to a criterion were looked at). Findings 2-5 are about how a model that solves
+a task encodes it, so they use only runs that learned the task they are about (finding
+1, behaviour, keeps every run; 6 and 7 are not gated). A sub-claim that needs an
+architecture on a task where fewer than :data:`MIN_LEARNED_SEEDS` seeds learned it,
+and at least one did not, is unresolved with the reason "<arch> did not learn <task>
+(accuracy <x> at seed <s>, ...)"; its finding is then ``inconclusive`` whatever its
+other sub-claims say, and the reason names those runs (and any sub-claim contradicted
+among the runs that learned). Finding 5 pools architectures: it uses the learned runs
+of the task, names the runs it left out, and is unresolved only when fewer than
+:data:`MIN_LEARNED_SEEDS` runs of the task learned it.
+
 Layer numbering: block ``b`` here (layer ``b >= 1``; 0 is the embedding) is the
 paper's ``L{b-1}``. Sub-claims per finding:
 
@@ -59,6 +72,10 @@ from statelayers.archs import FAMILIES
 from statelayers.stats import BootstrapConfig, mean_ci, profile_shapes
 
 RECURRENT, SSM = ("lstm", "gru"), ("mamba", "mamba2")
+LEARNED_ACCURACY = 0.95
+"""Test token accuracy at the training length from which a run counts as having learned its task."""
+MIN_LEARNED_SEEDS = 2
+"""Learned seeds an architecture needs on a task for a sub-claim about it: an interval needs two."""
 PAPER = {
     1: "recurrent generalise perfectly on Parity and S3 and beat SSMs and Transformers on Dyck; "
     "S3 ordering recurrent > SSM > Transformer mirrors Parity",
@@ -79,13 +96,20 @@ class SubClaim:
     per_seed: pd.Series
     bound: float = 0.0
     """Supported when the interval lies above ``bound``."""
+    unlearned: tuple[str, ...] = ()
+    """Why it cannot be decided: the models it needs that did not learn their task."""
+    note: str = ""
+    """Said beside the measured numbers (runs left out of a pooled sub-claim)."""
 
     def status(self, config: BootstrapConfig) -> tuple[str, str]:
+        if self.unlearned:
+            return "unlearned", f"{self.name}: unresolved, {'; '.join(self.unlearned)}"
         values = self.per_seed.dropna().to_numpy()
         if len(values) == 0:
             return "missing", f"{self.name}: no data"
         mean, low, high = mean_ci(values, config)
         text = f"{self.name}: {mean:+.3f} [{low:+.3f}, {high:+.3f}] vs {self.bound:+.3f} (n={len(values)})"
+        text += f" ({self.note})" if self.note else ""
         if len(values) > 1 and low > self.bound:
             return "supported", text
         if len(values) > 1 and high < self.bound:
@@ -104,6 +128,14 @@ class Finding:
             return {"verdict": "inconclusive", "reason": self.missing, "measured": ""}
         results = [claim.status(config) for claim in self.claims]
         statuses = [status for status, _ in results]
+        measured = " | ".join(text for _, text in results)
+        unlearned = list(dict.fromkeys(reason for claim in self.claims for reason in claim.unlearned))
+        if unlearned:
+            contradicted = [claim.name for claim, s in zip(self.claims, statuses) if s == "contradicted"]
+            reason = "; ".join(unlearned)
+            if contradicted:
+                reason += " (contradicted among the runs that learned: " + "; ".join(contradicted) + ")"
+            return {"verdict": "inconclusive", "reason": reason, "measured": measured}
         if "contradicted" in statuses:
             verdict, reason = (
                 "not reproduced",
@@ -118,7 +150,54 @@ class Finding:
                 "intervals include the bound: "
                 + "; ".join(claim.name for claim, s in zip(self.claims, statuses) if s != "supported"),
             )
-        return {"verdict": verdict, "reason": reason, "measured": " | ".join(text for _, text in results)}
+        return {"verdict": verdict, "reason": reason, "measured": measured}
+
+
+def learned_runs(behaviour: pd.DataFrame, train_length: int) -> pd.DataFrame:
+    """arch, task, seed, accuracy (test token accuracy at ``train_length``) and ``learned``
+    (accuracy >= :data:`LEARNED_ACCURACY`), one row per run of ``behaviour.csv``."""
+    at_train = behaviour[behaviour["eval_length"] == train_length]
+    if at_train.empty:
+        raise ValueError(f"behaviour has no rows at the training length {train_length}")
+    runs = at_train.groupby(["arch", "task", "seed"], as_index=False)["token_accuracy"].mean()
+    runs = runs.rename(columns={"token_accuracy": "accuracy"})
+    return runs.assign(learned=runs["accuracy"] >= LEARNED_ACCURACY)
+
+
+@dataclass
+class Learned:
+    """Which runs learned their task (:func:`learned_runs`), to filter tables and gate sub-claims."""
+
+    runs: pd.DataFrame
+
+    def keep(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The rows of ``frame`` (keyed by arch, task, seed) that belong to runs that learned."""
+        learned = self.runs.loc[self.runs["learned"], ["arch", "task", "seed"]]
+        return frame.merge(learned, on=["arch", "task", "seed"])
+
+    def failures(self, arch: str, task: str) -> str | None:
+        """The reason "<arch> did not learn <task> (accuracy ...)" when a seed of it did not learn."""
+        runs = self.runs[(self.runs["arch"] == arch) & (self.runs["task"] == task)].sort_values("seed")
+        failed = runs[~runs["learned"]]
+        if failed.empty:
+            return None
+        accuracy = ", ".join(f"{row.accuracy:.3f} at seed {row.seed}" for row in failed.itertuples())
+        reason = f"{arch} did not learn {task} (accuracy {accuracy})"
+        learned = runs.loc[runs["learned"], "seed"].tolist()
+        if learned:
+            reason += f"; it learned at seed {', '.join(map(str, learned))} only"
+        return reason
+
+    def blocking(self, needs: list[tuple[str, str]]) -> tuple[str, ...]:
+        """The reasons a sub-claim needing these (arch, task) pairs cannot be decided:
+        each pair with fewer than :data:`MIN_LEARNED_SEEDS` learned seeds and a seed that did not learn."""
+        reasons = []
+        for arch, task in dict.fromkeys(needs):
+            runs = self.runs[(self.runs["arch"] == arch) & (self.runs["task"] == task)]
+            failure = self.failures(arch, task)
+            if failure and runs["learned"].sum() < MIN_LEARNED_SEEDS:
+                reasons.append(failure)
+        return tuple(reasons)
 
 
 def _by_seed(frame: pd.DataFrame, arch: str | tuple[str, ...], value: str) -> pd.Series:
@@ -170,14 +249,18 @@ def behaviour_finding(behaviour: pd.DataFrame) -> Finding:
     return finding
 
 
-def profile_findings(probes: pd.DataFrame) -> list[Finding]:
-    shapes = profile_shapes(probes)
-    shapes = shapes[shapes["target"] == "labels"]
+def profile_findings(probes: pd.DataFrame, learned: Learned) -> list[Finding]:
+    """Findings 2-4, from the probe profiles of the runs that learned."""
     n_blocks = int(probes["layer"].max())
-    archs, tasks = set(shapes["arch"]), set(shapes["task"])
+    archs, tasks = set(probes["arch"]), set(probes["task"])
+    shapes = profile_shapes(probes)
+    shapes = learned.keep(shapes[shapes["target"] == "labels"])
     task = lambda name: shapes[shapes["task"] == name]  # noqa: E731
     late = lambda name, arch: _by_seed(task(name), arch, "late_concentration")  # noqa: E731
     first = lambda name, arch: _by_seed(task(name), arch, "first_layer_95")  # noqa: E731
+
+    def claim(name: str, per_seed: pd.Series, bound: float, needs: list[tuple[str, str]]) -> SubClaim:
+        return SubClaim(name, per_seed, bound, unlearned=learned.blocking(needs))
 
     jump = Finding(2)
     jump.missing = _requires(archs, {"mamba", "lstm", "transformer"}, "architectures") or _requires(
@@ -187,14 +270,19 @@ def profile_findings(probes: pd.DataFrame) -> list[Finding]:
         for name in ("parity", "s3"):
             for arch in ("mamba", "lstm"):
                 jump.claims.append(
-                    SubClaim(
-                        f"{name} {arch} first block at 95 % - last block", first(name, arch) - n_blocks, -0.5
+                    claim(
+                        f"{name} {arch} first block at 95 % - last block",
+                        first(name, arch) - n_blocks,
+                        -0.5,
+                        [(arch, name)],
                     )
                 )
                 jump.claims.append(
-                    SubClaim(
+                    claim(
                         f"{name} {arch} - transformer late concentration",
                         late(name, arch) - late(name, "transformer"),
+                        0.0,
+                        [(arch, name), ("transformer", name)],
                     )
                 )
 
@@ -204,13 +292,20 @@ def profile_findings(probes: pd.DataFrame) -> list[Finding]:
     )
     if not dyck.missing:
         dyck.claims.append(
-            SubClaim("dyck transformer: 2 - first block at 95 %", 2 - first("dyck", "transformer"), -0.5)
+            claim(
+                "dyck transformer: 2 - first block at 95 %",
+                2 - first("dyck", "transformer"),
+                -0.5,
+                [("transformer", "dyck")],
+            )
         )
         for arch in ("mamba", "lstm"):
             dyck.claims.append(
-                SubClaim(
+                claim(
                     f"dyck {arch} - transformer first block at 95 %",
                     first("dyck", arch) - first("dyck", "transformer"),
+                    0.0,
+                    [(arch, "dyck"), ("transformer", "dyck")],
                 )
             )
 
@@ -221,11 +316,21 @@ def profile_findings(probes: pd.DataFrame) -> list[Finding]:
             closer = (late("s3", arch) - late("dyck", arch)).abs() - (
                 late("s3", arch) - late("parity", arch)
             ).abs()
-            follows.claims.append(SubClaim(f"{arch}: |s3 - dyck| - |s3 - parity| late concentration", closer))
+            follows.claims.append(
+                claim(
+                    f"{arch}: |s3 - dyck| - |s3 - parity| late concentration",
+                    closer,
+                    0.0,
+                    [(arch, "s3"), (arch, "dyck"), (arch, "parity")],
+                )
+            )
     return [jump, dyck, follows]
 
 
-def necessity_finding(ablations: pd.DataFrame | None, readability: pd.DataFrame | None) -> Finding:
+def necessity_finding(
+    ablations: pd.DataFrame | None, readability: pd.DataFrame | None, learned: Learned
+) -> Finding:
+    """Finding 5, pooled over the architectures' runs that learned each task."""
     finding = Finding(5)
     if ablations is None or readability is None or ablations.empty:
         finding.missing = "interventions stage did not run"
@@ -241,10 +346,23 @@ def necessity_finding(ablations: pd.DataFrame | None, readability: pd.DataFrame 
     ).to_numpy()
     excess = (probe["drop"] - matched_random).rename("excess").reset_index()
     lengths = sorted(excess["eval_length"].unique())
+    kept = learned.keep(excess)
     for name, frame in excess.groupby("task"):
+        failures = [learned.failures(arch, name) for arch in sorted(frame["arch"].unique())]
+        failures = tuple(failure for failure in failures if failure)
+        units_learned = kept[kept["task"] == name][["arch", "seed"]].drop_duplicates()
+        blocked = failures if len(units_learned) < MIN_LEARNED_SEEDS else ()
+        note = "left out: " + "; ".join(failures) if failures and not blocked else ""
         for length in (lengths[0], lengths[-1]):
-            units = frame[frame["eval_length"] == length].set_index(["arch", "seed"])["excess"]
-            finding.claims.append(SubClaim(f"{name} L={length}: probe-direction drop - random drop", units))
+            at_length = kept[(kept["task"] == name) & (kept["eval_length"] == length)]
+            finding.claims.append(
+                SubClaim(
+                    f"{name} L={length}: probe-direction drop - random drop",
+                    at_length.set_index(["arch", "seed"])["excess"],
+                    unlearned=blocked,
+                    note=note,
+                )
+            )
     return finding
 
 
@@ -349,17 +467,22 @@ def check_claims(
     ablations: pd.DataFrame | None,
     readability: pd.DataFrame | None,
     scale: str,
+    train_length: int,
     config: BootstrapConfig = BootstrapConfig(),
     conv1d: pd.DataFrame | None = None,
     pretrained_probes: pd.DataFrame | None = None,
     pretrained_ablations: pd.DataFrame | None = None,
     patching: pd.DataFrame | None = None,
 ) -> pd.DataFrame:
-    """One row per finding 1-7: verdict, reason, measured numbers, the paper's, the run's scale."""
+    """One row per finding 1-7: verdict, reason, measured numbers, the paper's, the run's scale.
+
+    ``train_length`` is where :func:`learned_runs` reads whether a run learned its task.
+    """
+    learned = Learned(learned_runs(behaviour, train_length))
     findings = [
         behaviour_finding(behaviour),
-        *profile_findings(probes),
-        necessity_finding(ablations, readability),
+        *profile_findings(probes, learned),
+        necessity_finding(ablations, readability, learned),
     ]
     findings += [
         pretrained_finding(pretrained_probes, pretrained_ablations, patching),
@@ -373,10 +496,16 @@ def check_claims(
     )
 
 
-def claims_markdown(claims: pd.DataFrame) -> str:
+def claims_markdown(claims: pd.DataFrame, learned: pd.DataFrame, train_length: int) -> str:
+    """The claims table, the measured numbers, and which runs learned their task (``learned``:
+    :func:`learned_runs`)."""
     lines = ["| # | verdict | reason | paper |", "|---|---|---|---|"]
     lines += [f"| {r.finding} | **{r.verdict}** | {r.reason} | {r.paper} |" for r in claims.itertuples()]
     details = [f"- **{r.finding}**: {r.measured}" for r in claims.itertuples() if r.measured]
+    runs = ["| arch | task | seeds learned | test token accuracy at each seed |", "|---|---|---|---|"]
+    for (arch, task), group in learned.groupby(["arch", "task"], sort=False):
+        accuracy = ", ".join(f"{a:.3f}" for a in group.sort_values("seed")["accuracy"])
+        runs.append(f"| {arch} | {task} | {int(group['learned'].sum())} of {len(group)} | {accuracy} |")
     scale = claims["scale"].iloc[0]
     return "\n".join(
         [
@@ -384,6 +513,12 @@ def claims_markdown(claims: pd.DataFrame) -> str:
             *lines,
             "\n## Measured (mean [95 % CI] vs bound)\n",
             *details,
+            (
+                f"\n## Runs that learned their task (test token accuracy at L = {train_length} "
+                f">= {LEARNED_ACCURACY})\n"
+            ),
+            "Findings 2-5 use only these runs.\n",
+            *runs,
             "",
         ]
     )

@@ -43,7 +43,9 @@ A whole file belongs to one split, chosen from the crc32 of its path
 (:func:`file_split`), so no code appears in two splits. Models see windows of
 ``length`` consecutive tokens of one file, starting anywhere in it; labels keep the
 file's depth at the window start (they are not reset to 0), so a window that starts
-inside brackets begins at a nonzero label.
+inside brackets begins at a nonzero label. Validation, probe and test windows are
+drawn once into data files; training draws fresh windows from the training files at
+every step (:class:`Windows`, :mod:`statelayers.data`).
 
 Corpora
 -------
@@ -265,6 +267,62 @@ def _tokenized(
     return paths, ids, labels, skipped
 
 
+class Windows:
+    """Every window of ``length`` tokens of the files of ``corpus`` in ``split``, tokenized
+    once, to draw from as often as needed (a data file once, training at every step).
+
+    Every start position of every file is equally likely (a file of ``T`` tokens has
+    ``T - length + 1``), so long files are not under-sampled. ``stats``: files of the
+    split that tokenized, files skipped as :class:`CodeTokenError`, their total tokens,
+    and the number of distinct windows.
+    """
+
+    def __init__(
+        self,
+        corpus: pd.DataFrame,
+        split: str,
+        length: int,
+        max_depth: int = 10,
+        count_indent: bool = False,
+    ):
+        if length < 1:
+            raise ValueError(f"need length >= 1, got length={length}")
+        self.length = length
+        self.paths, self.ids, self.labels, skipped = _tokenized(corpus, split, max_depth, count_indent)
+        self.starts = np.array([max(len(file_ids) - length + 1, 0) for file_ids in self.ids], dtype=np.int64)
+        self.ends = np.cumsum(self.starts)
+        total = int(self.starts.sum())
+        if total == 0:
+            raise ValueError(
+                f"no file of split {split!r} has {length} tokens "
+                f"({len(self.ids)} files tokenized, {skipped} skipped); use shorter windows or a larger corpus"
+            )
+        self.stats = {
+            "files": len(self.ids),
+            "skipped": skipped,
+            "tokens": int(sum(map(len, self.ids))),
+            "windows_available": total,
+        }
+
+    def draw(self, n: int, rng: np.random.Generator) -> dict[str, np.ndarray]:
+        """``n`` windows, distinct unless more are asked for than exist: ``tokens``,
+        ``labels`` (int64, ``(n, length)``), ``path`` and ``start`` (first token's index
+        in its file)."""
+        if n < 1:
+            raise ValueError(f"need n >= 1, got n={n}")
+        total = self.stats["windows_available"]
+        chosen = rng.choice(total, size=n, replace=n > total)
+        files = np.searchsorted(self.ends, chosen, side="right")  # never a file without starts
+        start = chosen - (self.ends[files] - self.starts[files])
+        end = start + self.length
+        return {
+            "tokens": np.stack([self.ids[f][s:e] for f, s, e in zip(files, start, end)]),
+            "labels": np.stack([self.labels[f][s:e] for f, s, e in zip(files, start, end)]),
+            "path": np.array([self.paths[f] for f in files], dtype=object),
+            "start": start.astype(np.int64),
+        }
+
+
 def windows(
     corpus: pd.DataFrame,
     split: str,
@@ -274,42 +332,12 @@ def windows(
     max_depth: int = 10,
     count_indent: bool = False,
 ) -> tuple[dict[str, np.ndarray], dict[str, int]]:
-    """``n`` windows of ``length`` tokens from the files of ``corpus`` in ``split``.
-
-    Every start position of every file is equally likely (a file of ``T`` tokens has
-    ``T - length + 1``), so long files are not under-sampled; windows are distinct
-    unless more are asked for than exist. Returns ``tokens``, ``labels`` (int64,
-    ``(n, length)``), ``path`` and ``start`` (first token's index in its file), and
-    stats: files of the split that tokenized, files skipped as :class:`CodeTokenError`,
-    their total tokens, and the number of distinct windows.
-    """
+    """``n`` windows of ``length`` tokens from the files of ``corpus`` in ``split``, and
+    the split's :attr:`Windows.stats` (see :class:`Windows`)."""
     if n < 1 or length < 1:
         raise ValueError(f"need n >= 1 and length >= 1, got n={n}, length={length}")
-    paths, ids, labels, skipped = _tokenized(corpus, split, max_depth, count_indent)
-    starts = np.array([max(len(file_ids) - length + 1, 0) for file_ids in ids], dtype=np.int64)
-    total = int(starts.sum())
-    if total == 0:
-        raise ValueError(
-            f"no file of split {split!r} has {length} tokens "
-            f"({len(ids)} files tokenized, {skipped} skipped); use shorter windows or a larger corpus"
-        )
-    chosen = rng.choice(total, size=n, replace=n > total)
-    ends = np.cumsum(starts)
-    files = np.searchsorted(ends, chosen, side="right")  # never a file without starts
-    start = chosen - (ends[files] - starts[files])
-    arrays = {
-        "tokens": np.stack([ids[f][s : s + length] for f, s in zip(files, start)]),
-        "labels": np.stack([labels[f][s : s + length] for f, s in zip(files, start)]),
-        "path": np.array([paths[f] for f in files], dtype=object),
-        "start": start.astype(np.int64),
-    }
-    stats = {
-        "files": len(ids),
-        "skipped": skipped,
-        "tokens": int(sum(map(len, ids))),
-        "windows_available": total,
-    }
-    return arrays, stats
+    split_windows = Windows(corpus, split, length, max_depth, count_indent)
+    return split_windows.draw(n, rng), split_windows.stats
 
 
 def load_corpus(

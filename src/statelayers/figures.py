@@ -345,3 +345,118 @@ def patching_heatmaps(table: pd.DataFrame, paths: list[str | Path]) -> None:
         fontsize=10,
     )
     _save(fig, paths)
+
+
+SEED_STYLES = ("-", "--", ":", "-.")
+
+
+def learning_curves(curves: pd.DataFrame, training: pd.DataFrame, paths: list[str | Path]) -> None:
+    """Validation token accuracy against step, a panel per task, a colour per architecture
+    and a line per seed; a line ends where its run stopped, with a filled marker where it
+    reached the criterion (dashed grey line) and a hollow one where it ran out of steps."""
+    tasks = _ordered(curves["task"], TASK_TITLE)
+    fig, axes = plt.subplots(
+        1, len(tasks), figsize=(max(3.8 * len(tasks), 6.4), 3.4), sharey=True, squeeze=False
+    )
+    ends = training.set_index(["arch", "task", "seed"])
+    for ax, task in zip(axes[0], tasks):
+        sub = curves[curves["task"] == task]
+        for arch in _ordered(sub["arch"], ARCHS):
+            label, color, marker = ARCH_STYLE.get(arch, (arch, None, "o"))
+            for i, (seed, run) in enumerate(sub[sub["arch"] == arch].groupby("seed")):
+                run = run.sort_values("step")
+                style = SEED_STYLES[i % len(SEED_STYLES)]
+                ax.plot(
+                    run["step"],
+                    run["validation_token_accuracy"],
+                    style,
+                    color=color,
+                    lw=1.3,
+                    label=label if i == 0 else None,
+                )
+                reached = bool(ends.loc[(arch, task, seed), "reached"])
+                ax.plot(
+                    run["step"].iloc[-1],
+                    run["validation_token_accuracy"].iloc[-1],
+                    marker,
+                    color=color,
+                    ms=6,
+                    mfc=color if reached else "white",
+                )
+        for target in training.loc[training["task"] == task, "target_accuracy"].unique():
+            ax.axhline(target, color="0.5", ls="--", lw=1)
+        ax.set_title(TASK_TITLE.get(task, task))
+        ax.set_xlabel("training step")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("validation token accuracy")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    n_seeds = curves.groupby(["arch", "task"])["seed"].nunique().max()
+    length = int(training["train_length"].iloc[0])
+    fig.suptitle(
+        f"Learning curves at L = {length} ({_count(n_seeds, 'seed')}, a line style per seed; "
+        "filled end: criterion reached, hollow: stopped at max_steps)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    _save(fig, paths)
+
+
+def sweep(table: pd.DataFrame, paths: list[str | Path]) -> None:
+    """Final validation token accuracy of each sweep point against the learning rate, a
+    panel per task, a colour per architecture and a line style per batch size; filled
+    markers where every seed reached the criterion, a ring around each selected point."""
+    tasks = _ordered(table["task"], TASK_TITLE)
+    batches = sorted(table["batch_size"].unique())
+    fig, axes = plt.subplots(
+        1, len(tasks), figsize=(max(3.8 * len(tasks), 6.4), 3.4), sharey=True, squeeze=False
+    )
+    for ax, task in zip(axes[0], tasks):
+        sub = table[table["task"] == task]
+        for arch in _ordered(sub["arch"], ARCHS):
+            label, color, marker = ARCH_STYLE.get(arch, (arch, None, "o"))
+            for i, batch in enumerate(batches):
+                points = sub[(sub["arch"] == arch) & (sub["batch_size"] == batch)].sort_values("lr")
+                name = label if len(batches) == 1 else f"{label}, batch {batch}"
+                ax.plot(
+                    points["lr"],
+                    points["validation_token_accuracy"],
+                    SEED_STYLES[i % len(SEED_STYLES)],
+                    color=color,
+                    lw=1.3,
+                    label=name,
+                )
+                every = points["reached"] == points["seeds"]
+                for filled, part in points.groupby(every):
+                    ax.plot(
+                        part["lr"],
+                        part["validation_token_accuracy"],
+                        marker,
+                        ls="none",
+                        color=color,
+                        ms=5,
+                        mfc=color if filled else "white",
+                    )
+            chosen = sub[(sub["arch"] == arch) & sub["selected"]]
+            ax.plot(chosen["lr"], chosen["validation_token_accuracy"], "o", ms=13, mfc="none", color=color)
+        for target in sub["target_accuracy"].unique():
+            ax.axhline(target, color="0.5", ls="--", lw=1)
+        ax.set_xscale("log")
+        ax.minorticks_off()
+        lrs = sorted(table["lr"].unique())
+        ax.set_xticks(lrs, [f"{lr:g}" for lr in lrs])
+        ax.set_title(TASK_TITLE.get(task, task))
+        ax.set_xlabel("learning rate")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("final validation token accuracy")
+    axes[0][-1].legend(fontsize=7, loc="lower left")
+    max_steps = int(table["max_steps"].max())
+    n_seeds = int(table["seeds"].max())
+    fig.suptitle(
+        f"Sweep: at most {max_steps} steps per run, {_count(n_seeds, 'seed')} per point "
+        "(filled: every seed reached the criterion; ring: selected)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    _save(fig, paths)

@@ -1,14 +1,16 @@
 """The README's results section, generated from a finished run's files.
 
 The section sits between two HTML comments in README.md and is replaced as a whole,
-so it always shows one run: its date, its scale, the claims verdicts, the
-behaviour table and, when the run measured finding 7, the Conv1D ablation table, with
-nothing typed in by hand.
+so it always shows one run: its date, its scale, the claims verdicts, how long each
+model trained and whether it reached the stopping criterion, the behaviour table and,
+when the run measured finding 7, the Conv1D ablation table, with nothing typed in by hand.
 """
 
 from __future__ import annotations
 
 import pandas as pd
+
+from statelayers.claims import LEARNED_ACCURACY
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 ARCH_NAMES = {
@@ -44,6 +46,35 @@ def behaviour_markdown(summary: pd.DataFrame, metric: str = "token_accuracy") ->
     return "\n".join(lines)
 
 
+def training_markdown(training: pd.DataFrame, behaviour_summary: pd.DataFrame) -> str:
+    """Rows (task, arch) in ``training``'s order: steps used (mean over seeds, range), seeds
+    that reached the criterion, final validation token accuracy (mean), and test token
+    accuracy at the training length, mean [95 % CI] over seeds, from ``behaviour_summary``."""
+    length = int(training["train_length"].iloc[0])
+    at_length = behaviour_summary[
+        (behaviour_summary["metric"] == "token_accuracy") & (behaviour_summary["eval_length"] == length)
+    ].set_index(["task", "arch"])
+    header = (
+        "| task | architecture | steps used (range) of max | seeds that reached the criterion "
+        f"| validation token accuracy | test token accuracy at L = {length} |"
+    )
+    lines = [
+        header,
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for (task, arch), runs in training.groupby(["task", "arch"], sort=False):
+        low, high = int(runs["steps"].min()), int(runs["steps"].max())
+        steps = f"{runs['steps'].mean():.0f}" + (f" ({low}-{high})" if low != high else "")
+        steps += f" of {int(runs['max_steps'].max())}"
+        reached = f"{int(runs['reached'].sum())} of {len(runs)}"
+        test = _cell(at_length.loc[(task, arch)]) if (task, arch) in at_length.index else "n/a"
+        lines.append(
+            f"| {task} | {ARCH_NAMES.get(arch, arch)} | {steps} | {reached} "
+            f"| {runs['validation_token_accuracy'].mean():.3f} | {test} |"
+        )
+    return "\n".join(lines)
+
+
 def conv1d_markdown(summary: pd.DataFrame) -> str:
     """One row per (family, task, variant) of ``conv1d_summary.csv``."""
     lines = [
@@ -66,13 +97,17 @@ def _escape(text: str) -> str:
 def results_section(
     claims: pd.DataFrame,
     behaviour_summary: pd.DataFrame,
+    training: pd.DataFrame,
     date: str,
     run_time: str,
     conv1d_summary: pd.DataFrame | None = None,
 ) -> str:
     """The whole marked section; the Conv1D table only where ``conv1d_summary`` is given."""
     order = {name: i for i, name in enumerate(["parity", "s3", "dyck", "codedepth", *ARCH_NAMES])}
-    summary = behaviour_summary.sort_values(["task", "arch"], key=lambda c: c.map(order).fillna(len(order)))
+    by_task = lambda frame: frame.sort_values(  # noqa: E731
+        ["task", "arch"], key=lambda c: c.map(order).fillna(len(order)), kind="stable"
+    )
+    summary = by_task(behaviour_summary)
     verdicts = "\n".join(
         f"| {row.finding} | **{row.verdict}** | {_escape(row.reason)} |" for row in claims.itertuples()
     )
@@ -104,6 +139,12 @@ def results_section(
             verdicts,
             "",
             *seed_note,
+            "Training: steps used until two consecutive validation checks reached the target",
+            "accuracy or until `max_steps`; the claims check counts a run as having learned its",
+            f"task when its test token accuracy at the training length is at least {LEARNED_ACCURACY}:",
+            "",
+            training_markdown(by_task(training), behaviour_summary),
+            "",
             "Token accuracy by evaluation length, mean over seeds [95 % bootstrap CI]:",
             "",
             behaviour_markdown(summary),

@@ -32,5 +32,6 @@ rule claims:
     params:
         bootstrap=config["statistics"],
         scale=run_scale(),
+        train_length=TRAIN_LENGTH,
     script:
         "../scripts/claims.py"

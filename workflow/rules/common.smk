@@ -35,6 +35,12 @@ if config["task_params"]["dyck"]["max_depth"] > TRAIN_LENGTH:
         f"exceeds train_length ({TRAIN_LENGTH}); no training sequence could reach it"
     )
 
+if TRAIN_LENGTH not in config["eval_lengths"]:
+    raise ValueError(
+        f"config: eval_lengths must include train_length ({TRAIN_LENGTH}): the claims check "
+        "reads whether a run learned its task from its test accuracy at the training length"
+    )
+
 if TRAIN_LENGTH not in config["interventions"]["eval_lengths"]:
     raise ValueError(
         f"config: interventions.eval_lengths must include train_length ({TRAIN_LENGTH}): "
@@ -47,7 +53,7 @@ wildcard_constraints:
     task="|".join(TASKS),
     seed=r"\d+",
     length=r"\d+",
-    split="train|validation|probe|test",
+    split="validation|probe|test",
 
 
 RUN = "{arch}/{task}/seed{seed}"
@@ -65,7 +71,8 @@ CODE_CORPUS = "results/data/codedepth/corpus.parquet"
 
 
 def corpus_input(wildcards):
-    """Code-Depth's data is cut from the corpus file; the formal tasks need no input."""
+    """Code-Depth's data and training windows are cut from the corpus file; the formal
+    tasks need no input (their generators draw them)."""
     return {"corpus": CODE_CORPUS} if wildcards.task == "codedepth" else {}
 
 
@@ -189,6 +196,32 @@ def train_settings(wildcards):
     )
 
 
+SWEEP = config["sweep"]
+SWEEP_RUN = "{arch}/{task}/lr{lr}_batch{batch_size}/seed{seed}"
+
+
+def sweep_settings(wildcards):
+    """A sweep run's training settings: the run's own, with the grid point's learning rate
+    and batch size and the sweep's step budget."""
+    return train_settings(wildcards) | {
+        "lr": float(wildcards.lr),
+        "batch_size": int(wildcards.batch_size),
+        "max_steps": SWEEP["max_steps"],
+    }
+
+
+def sweep_runs():
+    """Every sweep run's summary file: architectures x tasks x grid points x sweep seeds."""
+    return expand(
+        f"results/sweep/{SWEEP_RUN}.csv",
+        arch=ARCHS,
+        task=TASKS,
+        lr=SWEEP["lr"],
+        batch_size=SWEEP["batch_size"],
+        seed=SWEEP["seeds"],
+    )
+
+
 def mamba_settings(wildcards):
     """How Mamba and Mamba-2 run (the backend, and under it whose pure-PyTorch scan and
     convolution): their jobs only, so a change reruns no other small architecture.
@@ -309,17 +342,20 @@ def model_output(path):
 
 def run_scale():
     """One line that says at what scale this run measured, for the claims."""
-    training, data, model = config["training"], config["data"], config["model"]
+    training, model = config["training"], config["model"]
     scale = (
         f"{len(SEEDS)} seed{'s' * (len(SEEDS) != 1)}; {len(ARCHS)} architectures x {len(TASKS)} tasks; "
         f"{model['n_layers']} layers, d_model {model['d_model']}, ~{model['target_params']} parameters; "
-        f"{training['steps']} steps x batch {training['batch_size']} at L {TRAIN_LENGTH} "
-        f"from {data['train']} training sequences; eval lengths {EVAL_LENGTHS}"
+        f"at most {training['max_steps']} steps x batch {training['batch_size']} of fresh sequences "
+        f"at L {TRAIN_LENGTH}, stopping at validation token accuracy {training['target_accuracy']} "
+        f"(two checks in a row, every {training['eval_every']} steps); eval lengths {EVAL_LENGTHS}"
     )
+    if training["overrides"]:
+        scale += f"; per-architecture settings {training['overrides']}"
     if PRETRAINED:
         tuning = PRETRAINED_CONFIG["training"]
         scale += (
-            f"; pretrained {', '.join(PRETRAINED)} fine-tuned {tuning['steps']} steps x "
+            f"; pretrained {', '.join(PRETRAINED)} fine-tuned at most {tuning['max_steps']} steps x "
             f"{tuning['batch_size'] * tuning['grad_accumulation']} sequences, "
             f"{len(PRETRAINED_SEEDS)} seed{'s' * (len(PRETRAINED_SEEDS) != 1)}"
         )
@@ -375,6 +411,10 @@ def final_outputs():
             "results/claims.csv",
             "results/claims.md",
             "results/tables/params.csv",
+            "results/tables/training.csv",
+            "results/tables/learning_curves.csv",
+            "results/figures/learning_curves.png",
+            "results/figures/learning_curves.pdf",
             "results/tables/behaviour.csv",
             "results/tables/probes.csv",
             "results/tables/behaviour_summary.csv",

@@ -1,7 +1,29 @@
 localrules:
+    learning_curves_figure,
     probe_profiles_figure,
     behaviour_figure,
     ablation_figures,
+
+
+rule learning_curves_figure:
+    input:
+        curves="results/tables/learning_curves.csv",
+        training="results/tables/training.csv",
+    output:
+        png=report(
+            "results/figures/learning_curves.png",
+            caption="../report/learning_curves.rst",
+            category="Training",
+        ),
+        pdf="results/figures/learning_curves.pdf",
+    log:
+        "results/logs/figures/learning_curves.log",
+    benchmark:
+        "results/benchmarks/figures/learning_curves.tsv"
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/learning_curves_figure.py"
 
 
 rule probe_profiles_figure:

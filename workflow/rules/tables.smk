@@ -1,6 +1,7 @@
 localrules:
     aggregate_table,
     params_table,
+    training_tables,
     depth_table,
     summary_tables,
 
@@ -41,6 +42,27 @@ rule params_table:
         target_params=config["model"]["target_params"],
     script:
         "../scripts/params_table.py"
+
+
+rule training_tables:
+    input:
+        meta=per_run(f"{MODEL_DIR}/model.json"),
+        history=per_run(f"{MODEL_DIR}/train_log.csv"),
+    output:
+        training=report(
+            "results/tables/training.csv",
+            caption="../report/table.rst",
+            category="Tables",
+        ),
+        curves="results/tables/learning_curves.csv",
+    log:
+        "results/logs/tables/training.log",
+    benchmark:
+        "results/benchmarks/tables/training.tsv"
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/training_tables.py"
 
 
 rule depth_table:

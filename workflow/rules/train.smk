@@ -1,7 +1,7 @@
 rule train:
     input:
         unpack(backbone_input),
-        train=data_file("train", TRAIN_LENGTH),
+        unpack(corpus_input),
         validation=data_file("validation", TRAIN_LENGTH),
     output:
         weights=model_output(model_files()["weights"]),
@@ -22,6 +22,8 @@ rule train:
         spec=model_spec,
         training=train_settings,
         seed=lambda wc: int(wc.seed),
+        data_seed=config["data_seed"],
+        train_length=TRAIN_LENGTH,
         device=config["training"]["device"],
         mamba=mamba_settings,
     script:

@@ -3,12 +3,16 @@
 import pandas as pd
 
 from statelayers import io, runtime
-from statelayers.claims import check_claims, claims_markdown
+from statelayers.claims import check_claims, claims_markdown, learned_runs
 from statelayers.stats import BootstrapConfig
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])
 tables = {name: pd.read_csv(path) for name, path in sm.input.items()}
-claims = check_claims(**tables, scale=sm.params.scale, config=BootstrapConfig(**sm.params.bootstrap))
+train_length = sm.params.train_length
+claims = check_claims(
+    **tables, scale=sm.params.scale, train_length=train_length, config=BootstrapConfig(**sm.params.bootstrap)
+)
 io.write_csv(claims, sm.output.table)
-io.write_with(lambda tmp: tmp.write_text(claims_markdown(claims)), sm.output.markdown)
+markdown = claims_markdown(claims, learned_runs(tables["behaviour"], train_length), train_length)
+io.write_with(lambda tmp: tmp.write_text(markdown), sm.output.markdown)

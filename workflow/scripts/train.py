@@ -13,8 +13,10 @@ train_checkpoint(
     seed=sm.params.seed,
     device=sm.params.device,
     mamba=sm.params.mamba,
-    train_path=sm.input.train,
+    data_seed=sm.params.data_seed,
+    train_length=sm.params.train_length,
     validation_path=sm.input.validation,
+    corpus_path=sm.input.get("corpus"),
     out_dir=Path(sm.output.weights).parent,
     history_path=sm.output.history,
 )

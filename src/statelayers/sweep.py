@@ -1,0 +1,50 @@
+"""The hyper-parameter sweep: short runs over a grid, judged on validation accuracy only.
+
+Each grid point (learning rate, batch size) of each (architecture, task) is trained
+for ``sweep.max_steps`` steps per sweep seed with the study's training settings
+otherwise (criterion included), and summarised by its validation checks
+(:func:`statelayers.train.sweep_point`): nothing downstream of training (probes,
+erasures, claims) is read. Per (architecture, task) the ``selected`` point is, in order:
+
+1. the one where most seeds reached the criterion;
+2. then the fewest steps to get there (mean over seeds; points that never reached it
+   all used ``max_steps``);
+3. then the highest final validation token accuracy (mean over seeds);
+4. then the smaller learning rate, then the smaller batch, so the choice is unique.
+
+Schema of ``tables/sweep.csv``: arch, task, lr, batch_size, seeds, reached (seeds that
+reached the criterion), steps (mean), validation_token_accuracy (mean of the final
+checks), max_steps, target_accuracy, selected.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+POINT = ["arch", "task", "lr", "batch_size"]
+
+
+def sweep_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """One row per grid point from the per-run rows (keys, seed, and
+    :func:`statelayers.train.sweep_point`'s columns), with the ``selected`` point marked."""
+    table = (
+        runs.groupby(POINT, as_index=False)
+        .agg(
+            seeds=("seed", "nunique"),
+            reached=("reached", "sum"),
+            steps=("steps", "mean"),
+            validation_token_accuracy=("validation_token_accuracy", "mean"),
+            max_steps=("max_steps", "first"),
+            target_accuracy=("target_accuracy", "first"),
+        )
+        .astype({"reached": int})
+    )
+    ranked = table.assign(
+        _fewer_reached=-table["reached"], _lower_accuracy=-table["validation_token_accuracy"]
+    )
+    ranked = ranked.sort_values(
+        ["arch", "task", "_fewer_reached", "steps", "_lower_accuracy", "lr", "batch_size"]
+    )
+    best = ranked.groupby(["arch", "task"]).head(1).index
+    table["selected"] = table.index.isin(best)
+    return table

@@ -1,0 +1,152 @@
+"""Training on fresh sequences until a validation criterion, and the tables it leaves."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from statelayers import io
+from statelayers.codedepth import file_split
+from statelayers.data import TrainingStream, make_split, split_rng, training_rng
+from statelayers.train import learning_curves, reached_target, train_checkpoint, training_table
+
+SPEC = {
+    "arch": "gru",
+    "task": "s3",
+    "task_params": {},
+    "d_model": 8,
+    "n_layers": 1,
+    "options": {},
+    "target_params": 1,
+}
+TRAINING = {
+    "max_steps": 12,
+    "target_accuracy": 0.99,
+    "batch_size": 4,
+    "lr": 0.01,
+    "weight_decay": 0.0,
+    "warmup_fraction": 0.1,
+    "decay_fraction": 0.5,
+    "grad_clip": 1.0,
+    "eval_every": 3,
+    "log_every": 2,
+}
+
+
+@pytest.fixture
+def validation(tmp_path):
+    path = tmp_path / "validation.parquet"
+    io.write_parquet(make_split("s3", "validation", 16, 10, seed=0), path)
+    return path
+
+
+def run(validation, out, **settings):
+    train_checkpoint(
+        SPEC,
+        TRAINING | settings,
+        seed=0,
+        device="cpu",
+        mamba=None,
+        data_seed=0,
+        train_length=10,
+        validation_path=str(validation),
+        out_dir=out,
+        history_path=out / "train_log.csv",
+    )
+    return json.loads((out / "model.json").read_text()), pd.read_csv(out / "train_log.csv")
+
+
+def test_the_criterion_needs_two_consecutive_checks_at_the_target():
+    assert reached_target([0.5, 0.99, 0.995], 0.99)
+    assert not reached_target([0.99, 0.5, 0.99], 0.99)
+    assert not reached_target([1.0], 0.99)  # one lucky check does not stop a run
+    assert reached_target([0.3, 0.3], 0.3)  # reaching means >=
+
+
+def test_a_run_stops_at_the_second_check_that_reaches_the_target(tmp_path, validation):
+    meta, history = run(validation, tmp_path / "easy", target_accuracy=0.01)
+    assert (meta["steps"], meta["reached"]) == (6, True)  # checks at steps 3 and 6
+    assert history["step"].tolist() == [2, 3, 4, 6]
+    assert history["validation_token_accuracy"].notna().tolist() == [False, True, False, True]
+    assert meta["validation_token_accuracy"] == history["validation_token_accuracy"].iloc[-1]
+
+
+def test_a_run_that_never_reaches_the_target_runs_to_max_steps(tmp_path, validation):
+    meta, history = run(validation, tmp_path / "hard", target_accuracy=1.0)
+    assert (meta["steps"], meta["reached"]) == (12, False)
+    assert history["validation_token_accuracy"].notna().sum() == 4  # steps 3, 6, 9, 12
+    assert history["validation_token_accuracy"].iloc[-1] < 1.0
+
+
+def test_stopping_early_truncates_the_full_run_and_keeps_its_schedule(tmp_path, validation):
+    """The schedule is defined on max_steps: a stopped run is the start of the full one."""
+    _, stopped = run(validation, tmp_path / "stopped", target_accuracy=0.01)
+    _, full = run(validation, tmp_path / "full", target_accuracy=1.0)
+    pd.testing.assert_frame_equal(
+        stopped.drop(columns="seconds"), full.drop(columns="seconds").iloc[: len(stopped)]
+    )
+    assert full["lr"].iloc[-1] < full["lr"].max()  # the full run reached its decay
+
+
+def test_every_step_draws_fresh_sequences_from_one_seeded_stream_per_run():
+    def stream(run_seed):
+        return TrainingStream("dyck", 12, training_rng(5, "dyck", 12, run_seed), {"k": 2, "max_depth": 4})
+
+    first = stream(0)
+    a, b = first.draw(8), first.draw(8)
+    assert not np.array_equal(a["tokens"], b["tokens"])  # new sequences every draw
+    assert set(a) == {"tokens", "labels", "depth"} and a["tokens"].shape == (8, 12)
+    np.testing.assert_array_equal(stream(0).draw(8)["tokens"], a["tokens"])  # reproducible
+    assert not np.array_equal(stream(1).draw(8)["tokens"], a["tokens"])  # another run, another stream
+    saved = first.state
+    following = first.draw(8)
+    resumed = stream(0)
+    resumed.restore(saved)
+    np.testing.assert_array_equal(resumed.draw(8)["tokens"], following["tokens"])
+
+
+def test_the_training_stream_is_none_of_the_data_files_streams():
+    """Seed 0's stream is a spawned child, not the stream a ``train`` file had (a trailing
+    zero in the seed words would have made them equal)."""
+    draws = {split: split_rng(5, "parity", split, 40).integers(0, 2**62) for split in ("train", "validation")}
+    for run_seed in (0, 1):
+        assert training_rng(5, "parity", 40, run_seed).integers(0, 2**62) not in draws.values()
+
+
+def test_codedepth_trains_on_windows_of_its_training_files_only():
+    corpus = pd.DataFrame(
+        {"path": [f"pkg/module_{i}.py" for i in range(40)], "source": ["x = (1,\n     [2])\ny = 3\n"] * 40}
+    )
+    stream = TrainingStream(
+        "codedepth", 6, np.random.default_rng(0), {"max_depth": 4, "count_indent": False}, corpus=corpus
+    )
+    drawn = stream.draw(64)
+    assert drawn["tokens"].shape == (64, 6) and drawn["labels"].max() >= 1
+    assert {file_split(path) for path in drawn["path"]} == {"train"}
+    assert {file_split(path) for path in corpus["path"]} > {"train"}
+
+
+def test_training_tables_list_every_run_and_its_validation_checks(tmp_path, validation):
+    metas, histories = [], []
+    for name, target in (("easy", 0.01), ("hard", 1.0)):
+        meta, history = run(validation, tmp_path / name, target_accuracy=target)
+        metas.append(meta)
+        histories.append(history)
+    table = training_table(metas)
+    assert list(table.columns[:7]) == [
+        "arch",
+        "task",
+        "seed",
+        "steps",
+        "reached",
+        "validation_token_accuracy",
+        "train_seconds",
+    ]
+    assert table[["steps", "reached", "max_steps", "train_length"]].values.tolist() == [
+        [6, True, 12, 10],
+        [12, False, 12, 10],
+    ]
+    curves = learning_curves(metas, histories)
+    assert curves["step"].tolist() == [3, 6, 3, 6, 9, 12]
+    assert set(curves.columns) >= {"arch", "task", "seed", "validation_token_accuracy"}

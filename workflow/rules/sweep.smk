@@ -1,0 +1,87 @@
+# `snakemake --cores all sweep`: short training runs over sweep.lr x sweep.batch_size for
+# every architecture and task, judged on validation accuracy only (statelayers.sweep).
+# Not part of the default target; nothing here reads probes, erasures or claims.
+
+
+localrules:
+    sweep,
+    sweep_table,
+    sweep_figure,
+
+
+rule sweep:
+    input:
+        "results/tables/sweep.csv",
+        "results/figures/sweep.png",
+        "results/figures/sweep.pdf",
+
+
+rule sweep_train:
+    input:
+        unpack(corpus_input),
+        validation=data_file("validation", TRAIN_LENGTH),
+    output:
+        f"results/sweep/{SWEEP_RUN}.csv",
+    log:
+        f"results/logs/sweep/{SWEEP_RUN}.log",
+    benchmark:
+        f"results/benchmarks/sweep/{SWEEP_RUN}.tsv"
+    wildcard_constraints:
+        lr=r"[0-9.eE+-]+",
+        batch_size=r"\d+",
+    priority: train_priority
+    retries: config["retries"]
+    conda:
+        CONDA_ENV
+    threads: config["training"]["threads"]
+    resources:
+        gpu=model_gpu,
+    params:
+        spec=model_spec,
+        training=sweep_settings,
+        seed=lambda wc: int(wc.seed),
+        data_seed=config["data_seed"],
+        train_length=TRAIN_LENGTH,
+        device=config["training"]["device"],
+        mamba=mamba_settings,
+    script:
+        "../scripts/sweep_train.py"
+
+
+rule sweep_table:
+    input:
+        sweep_runs(),
+    output:
+        report(
+            "results/tables/sweep.csv",
+            caption="../report/table.rst",
+            category="Sweep",
+        ),
+    log:
+        "results/logs/tables/sweep.log",
+    benchmark:
+        "results/benchmarks/tables/sweep.tsv"
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/sweep_table.py"
+
+
+rule sweep_figure:
+    input:
+        "results/tables/sweep.csv",
+    output:
+        png=report(
+            "results/figures/sweep.png",
+            caption="../report/sweep.rst",
+            category="Sweep",
+        ),
+        pdf="results/figures/sweep.pdf",
+    log:
+        "results/logs/figures/sweep.log",
+    benchmark:
+        "results/benchmarks/figures/sweep.tsv"
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/sweep_figure.py"

@@ -1,0 +1,11 @@
+"""Validation accuracy against training step, every run."""
+
+import pandas as pd
+
+from statelayers import figures, runtime
+
+sm = snakemake  # noqa: F821
+runtime.start(sm.log[0])
+figures.learning_curves(
+    pd.read_csv(sm.input.curves), pd.read_csv(sm.input.training), [sm.output.png, sm.output.pdf]
+)

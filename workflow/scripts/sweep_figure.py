@@ -1,0 +1,9 @@
+"""Final validation accuracy of every sweep point against the learning rate."""
+
+import pandas as pd
+
+from statelayers import figures, runtime
+
+sm = snakemake  # noqa: F821
+runtime.start(sm.log[0])
+figures.sweep(pd.read_csv(sm.input[0]), [sm.output.png, sm.output.pdf])
