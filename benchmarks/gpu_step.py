@@ -15,9 +15,10 @@ MAMBA_DETERMINISTIC=1 so that it compiles one configuration per kernel), and
 kernels missing, or ``--device cpu``) is reported and the other rows are still timed.
 
 Paper scale: every architecture of config/paper.yaml trains ``tasks x seeds`` jobs of
-``training.steps`` steps (a ``*_noconv`` twin at its family's speed); their steps divided
-by the measured steps per second and summed are the hours of training on one GPU, one
-job at a time, with Mamba and Mamba-2 under each backend. Evaluation, probes,
+at most ``training.max_steps`` steps (a ``*_noconv`` twin at its family's speed); their
+steps divided by the measured steps per second and summed are the hours of training on
+one GPU, one job at a time, with Mamba and Mamba-2 under each backend: an upper bound,
+since a run that reaches ``training.target_accuracy`` stops early. Evaluation, probes,
 interventions and the pretrained stage are not in it.
 """
 
@@ -126,7 +127,7 @@ def paper_hours(config: Mapping, seconds_per_step: Mapping[str, float]) -> float
     for arch in config["architectures"]:
         family = base_arch(arch)
         steps = {**training, **training["overrides"].get(family, {}), **training["overrides"].get(arch, {})}
-        total += jobs * steps["steps"] * seconds_per_step[family]
+        total += jobs * steps["max_steps"] * seconds_per_step[family]
     return total / 3600
 
 
@@ -184,7 +185,8 @@ def main() -> None:
     sizes = [len(config[key]) for key in ("architectures", "tasks", "seeds")]
     print(
         f"paper scale (config/paper.yaml): {sizes[0] * sizes[1] * sizes[2]} training jobs "
-        f"({' x '.join(map(str, sizes))} architectures, tasks, seeds) of {config['training']['steps']} steps:"
+        f"({' x '.join(map(str, sizes))} architectures, tasks, seeds) "
+        f"of at most {config['training']['max_steps']} steps:"
     )
     for backend in ("cuda", "torch"):
         by_family = {arch: s for (arch, b), s in seconds.items() if b in (backend, "")}

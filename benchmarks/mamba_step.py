@@ -7,8 +7,10 @@ The models are the workflow's (``model`` in config/config.yaml: 4 layers, d_mode
 parameter-matched to 830K, Mamba-2 with its state size, head size and chunk), one
 AdamW step of :mod:`statelayers.train` on a batch of 64 parity sequences of length 40.
 Rows: the LSTM; Mamba and Mamba-2 with the ``fast`` path (the fused numba kernels of
-:mod:`statelayers.kernels` and this package's causal convolution); both with
-transformers' PyTorch code (``reference``); and Mamba with its scan replaced by the
+:mod:`statelayers.kernels`); both on the path ``fast`` takes without numba, which was
+``fast`` on CPU before the kernels (this package's PyTorch scan and shifted-add
+convolution; transformers' chunked scan for Mamba-2); both with transformers' PyTorch
+code (``reference``); and Mamba with its scan replaced by the
 scan-free part (``D u`` gated by ``silu(z)``), a floor for any scan inside
 transformers' mixer (projections, Conv1D, activations). Rounds are interleaved and the
 fastest of each row kept; the reference rows run once (10-300 x slower, their noise
@@ -26,12 +28,14 @@ block of channels, with this package's vectorisable float32 exponential and with
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import pandas as pd
 import torch
@@ -39,6 +43,7 @@ import torch.nn.functional as F
 import yaml
 from transformers.models.mamba import modeling_mamba
 
+from statelayers import causal_conv, mamba_scan
 from statelayers.models import build_model, matched_spec
 from statelayers.train import TrainConfig, accumulate_gradients, parameter_groups
 
@@ -47,6 +52,8 @@ ROWS = {
     "lstm": ("lstm", "fast"),
     "mamba": ("mamba", "fast"),
     "mamba2": ("mamba2", "fast"),
+    "mamba, PyTorch path (before the kernels)": ("mamba", "pytorch"),
+    "mamba2, PyTorch path (before the kernels)": ("mamba2", "pytorch"),
     "mamba, scan-free floor": ("mamba", "scan-free"),
     "mamba, transformers' fallback": ("mamba", "reference"),
     "mamba2, transformers' fallback": ("mamba2", "reference"),
@@ -61,7 +68,7 @@ def scan_free(hidden_states, dt, A, B, C, D=None, z=None, **_):
 
 def make_step(arch: str, scan: str, batch: int = 64, length: int = 40):
     """One training step of the workflow's ``arch`` as a closure; ``scan`` is ``fast``,
-    ``reference`` or ``scan-free``."""
+    ``pytorch`` (``fast`` as if numba were missing), ``reference`` or ``scan-free``."""
     model_config = yaml.safe_load(CONFIG.read_text())["model"]
     torch.manual_seed(0)
     spec = matched_spec(
@@ -73,7 +80,9 @@ def make_step(arch: str, scan: str, batch: int = 64, length: int = 40):
         options=model_config["options"].get(arch, {}),
         target_params=model_config["target_params"],
     )
-    model = build_model(spec, {"backend": "torch", "scan": "fast" if scan == "scan-free" else scan}).train()
+    model = build_model(
+        spec, {"backend": "torch", "scan": "reference" if scan == "reference" else "fast"}
+    ).train()
     if scan == "scan-free":  # after build_model, which points the scan at the backend's
         modeling_mamba.mamba_selective_scan = scan_free
     config = TrainConfig(batch_size=batch)
@@ -82,10 +91,14 @@ def make_step(arch: str, scan: str, batch: int = 64, length: int = 40):
     labels = torch.randint(0, spec.num_classes, (batch, length))
 
     def step() -> None:  # what statelayers.train.train does per step, without the schedule
-        optimizer.zero_grad(set_to_none=True)
-        accumulate_gradients(model, tokens, labels, config, torch.device("cpu"))
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        optimizer.step()
+        with contextlib.ExitStack() as stack:
+            if scan == "pytorch":
+                for module in (mamba_scan, causal_conv):
+                    stack.enter_context(mock.patch.object(module, "runs_cpu_kernels", lambda tensor: False))
+            optimizer.zero_grad(set_to_none=True)
+            accumulate_gradients(model, tokens, labels, config, torch.device("cpu"))
+            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+            optimizer.step()
 
     return step
 

@@ -193,7 +193,7 @@ def test_the_paper_estimate_sums_every_job_at_its_familys_speed():
         "architectures": ["mamba", "mamba_noconv", "gru"],
         "tasks": ["parity", "s3"],
         "seeds": [0, 1, 2],
-        "training": {"steps": 600, "overrides": {"gru": {"steps": 1200}}},
+        "training": {"max_steps": 600, "overrides": {"gru": {"max_steps": 1200}}},
     }
     hours = gpu_step.paper_hours(config, {"mamba": 0.5, "gru": 0.1})
     assert hours == pytest.approx(6 * (600 * 0.5 * 2 + 1200 * 0.1) / 3600)
