@@ -1,8 +1,11 @@
 """The fused numba kernels equal transformers' PyTorch code, are deterministic, follow
 torch's thread count, and their exponential is vectorised."""
 
+import os
 import platform
 import re
+import subprocess
+import sys
 
 import numba
 import numpy as np
@@ -224,3 +227,21 @@ def test_the_float32_exponential_compiles_to_packed_vector_code_without_libm_cal
     assembly = decays.inspect_asm(decays.signatures[0])
     assert re.search(r"\bv?(mul|fmadd\d*)ps\b", assembly), "no packed single-precision arithmetic"
     assert "expf" not in assembly
+
+
+def test_a_jobs_thread_count_sizes_numbas_pool_before_the_kernels_import_numba():
+    """runtime.start is the first thing every job does; numba sizes its pool when imported."""
+    code = (
+        "from statelayers import runtime\n"
+        "runtime.start(None, 1)\n"
+        "import sys, torch\n"
+        "assert 'numba' not in sys.modules\n"
+        "from statelayers.mamba_scan import selective_scan\n"
+        "r = torch.randn\n"
+        "selective_scan(r(2, 8, 5), r(2, 8, 5), -r(8, 4).abs(), r(2, 4, 5), r(2, 4, 5))\n"
+        "import numba\n"
+        "print(numba.config.NUMBA_NUM_THREADS, numba.get_num_threads())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_NUM_THREADS"}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout.split() == ["1", "1"]
