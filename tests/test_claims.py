@@ -391,3 +391,26 @@ def test_pretrained_finding_follows_bottleneck_readability_and_patching():
     probes, ablations, patching = pretrained_tables(bottleneck, 0.0005, 0.97)
     absent = pretrained_verdict(probes[probes["arch"] != "mamba-130m"], ablations, patching)
     assert absent["verdict"] == "inconclusive" and "mamba-130m" in absent["reason"]
+
+
+def with_twins(probes, untrained):
+    """``probes`` with the gain over an untrained twin whose accuracy is ``untrained(row)``."""
+    twin = probes.apply(untrained, axis=1)
+    return probes.assign(untrained_accuracy=twin, gain_over_untrained=probes["probe_accuracy"] - twin)
+
+
+def test_findings_2_to_4_are_also_reported_on_the_gain_over_the_untrained_twin():
+    behaviour, probes = behaviour_table(paper_accuracy), probes_table(paper_profile)
+    at_chance = with_twins(probes, lambda row: 0.5)  # the gain profile has the accuracy's shape
+    reads_all = with_twins(probes, lambda row: row["probe_accuracy"])  # training added nothing
+    found, claims = verdicts(behaviour, at_chance, *ablation_tables(0.4))
+    assert found == verdicts(behaviour, probes, *ablation_tables(0.4))[0]  # verdicts stay on accuracy
+    gains = rows(claims)["on_gains"]
+    for number in (2, 3, 4):
+        statuses = gains[number].split(" | ")
+        assert statuses and all(text.endswith(": supported") for text in statuses), gains[number]
+    assert all(gains[number] == "" for number in (1, 5, 6, 7))
+    _, claims = verdicts(behaviour, reads_all, *ablation_tables(0.4))
+    assert "supported" not in " ".join(rows(claims)["on_gains"])
+    markdown = claims_markdown(claims, learned_runs(behaviour, TRAIN_LENGTH), TRAIN_LENGTH)
+    assert "gain over the untrained twin" in markdown

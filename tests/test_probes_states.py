@@ -1,6 +1,7 @@
 """Probes on synthetic data with known answers; the states file round-trips exactly."""
 
 import numpy as np
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import torch
@@ -8,7 +9,14 @@ import torch
 from statelayers import io
 from statelayers.data import make_split, to_arrays
 from statelayers.models import ModelSpec, build_model
-from statelayers.probes import ProbeConfig, control_labels, fit_probe, probe_layers, sequence_split
+from statelayers.probes import (
+    ProbeConfig,
+    control_labels,
+    fit_probe,
+    probe_layers,
+    sequence_split,
+    with_baselines,
+)
 from statelayers.states import layer_states, read_layers, states_table, write_states
 
 
@@ -115,3 +123,42 @@ def test_selectivity_separates_token_identity_from_the_target(tmp_path):
     assert token_layer["control_accuracy"] > 0.95 and token_layer["selectivity"] < 0.1
     assert label_layer["probe_accuracy"] > 0.95 and label_layer["control_accuracy"] < 0.75
     assert label_layer["selectivity"] > 0.3
+
+
+def probe_table(states, tokens, labels, path):
+    """The probe rows of synthetic ``states`` (layer, sequence, position, d) as one run's."""
+    data = {"seq_id": np.arange(len(tokens)), "tokens": tokens, "labels": labels}
+    io.write_parquet(states_table(states.astype(np.float32), data), path)
+    rows = probe_layers(str(path), {}, fit_length=tokens.shape[1], config=ProbeConfig())
+    return pd.DataFrame(rows).assign(arch="gru", task="s3", seed=0)
+
+
+def test_a_layer_that_holds_only_the_token_gains_nothing_over_its_untrained_twin(tmp_path):
+    """Layer 0 holds only the current token, in the trained run and (with another code) in
+    its twin: the twin reads the label as well from it, so the gain is exactly 0. Layer 1
+    of the trained run holds the label, which its twin's layer 1 (noise) does not."""
+    rng = np.random.default_rng(1)
+    n, length, d, types = 60, 20, 12, 6
+    tokens = rng.integers(0, types, (n, length))
+    labels = np.where(rng.random((n, length)) < 0.7, tokens % 3, rng.integers(0, 3, (n, length)))
+    trained_code, twin_code, label_code = (rng.normal(size=(k, d)) * 3 for k in (types, types, 3))
+    trained = np.stack([trained_code[tokens], label_code[labels] + rng.normal(size=(n, length, d))])
+    twin = np.stack([twin_code[tokens], rng.normal(size=(n, length, d))])
+    table = with_baselines(
+        probe_table(trained, tokens, labels, tmp_path / "trained.parquet"),
+        probe_table(twin, tokens, labels, tmp_path / "twin.parquet"),
+    ).set_index("layer")
+    token_layer, label_layer = table.loc[0], table.loc[1]
+    assert token_layer["untrained_accuracy"] == token_layer["probe_accuracy"]
+    assert token_layer["gain_over_untrained"] == 0.0
+    assert abs(token_layer["gain_over_token"]) < 0.02  # the token's majority label is all it offers
+    assert label_layer["probe_accuracy"] > 0.95 and label_layer["gain_over_untrained"] > 0.2
+    assert label_layer["gain_over_token"] == label_layer["probe_accuracy"] - label_layer["token_baseline"]
+
+
+def test_a_probe_row_without_its_untrained_twin_is_an_error(tmp_path):
+    rng = np.random.default_rng(2)
+    tokens, labels = rng.integers(0, 2, (20, 8)), rng.integers(0, 2, (20, 8))
+    rows = probe_table(rng.normal(size=(2, 20, 8, 4)), tokens, labels, tmp_path / "s.parquet")
+    with pytest.raises(ValueError, match="no untrained twin"):
+        with_baselines(rows, rows[rows["layer"] == 0])

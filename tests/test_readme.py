@@ -10,6 +10,7 @@ from statelayers.readme import (
     complete_run,
     replace_section,
     results_section,
+    sweep_markdown,
     training_markdown,
 )
 
@@ -139,3 +140,35 @@ def test_conv1d_table_appears_only_when_given_and_marks_significance():
     ).splitlines()
     assert "| Mamba | s3 | trained without | -12.3 [-20.0, -4.5] | 3 | 0.02 * |" in lines
     assert "| Mamba-2 | dyck | removed at inference | +0.2 [-0.5, +1.0] | 3 | n/a |" in lines
+
+
+def test_sweep_table_marks_the_chosen_point_and_the_points_that_reached_the_criterion():
+    rows = [
+        ("lstm", 0.001, 1, 300.0, 0.995, True),
+        ("lstm", 0.003, 0, 500.0, 0.97, False),
+        ("transformer", 0.001, 0, 500.0, 0.6, False),
+        ("transformer", 0.003, 0, 500.0, 0.55, True),
+    ]
+    sweep = pd.DataFrame(
+        [
+            {
+                "arch": arch,
+                "task": "parity",
+                "lr": lr,
+                "batch_size": 32,
+                "seeds": 1,
+                "reached": reached,
+                "steps": steps,
+                "validation_token_accuracy": accuracy,
+                "max_steps": 500,
+                "target_accuracy": 0.99,
+                "selected": chosen,
+                "chosen": chosen,
+            }
+            for arch, lr, reached, steps, accuracy, chosen in rows
+        ]
+    )
+    table = sweep_markdown(sweep).splitlines()
+    assert table[0] == "| task | architecture | lr 0.001 | lr 0.003 |"
+    assert table[2] == "| parity | LSTM | **0.995 ✓ 300** | 0.970 |"
+    assert table[3] == "| parity | Transformer | 0.600 | **0.550** |"

@@ -44,11 +44,17 @@ def test_profile_requests_gpus_only_where_rules_use_them():
     """Every rule with a ``gpu`` resource has a set-resources entry (gpu 0 until a GPU
     cluster switches it on); no global gpu limit; the Slurm executor; squeue status."""
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
-    gpu_rules = set()
-    for smk in (REPO / "workflow" / "rules").glob("*.smk"):
-        for rule, body in re.findall(r"^rule (\w+):\n((?:[ \t]+.*\n|\n)*)", smk.read_text(), re.MULTILINE):
+    gpu_rules, texts = set(), [smk.read_text() for smk in (REPO / "workflow" / "rules").glob("*.smk")]
+    for text in texts:
+        for rule, body in re.findall(r"^rule (\w+):\n((?:[ \t]+.*\n|\n)*)", text, re.MULTILINE):
             if re.search(r"^\s+gpu=", body, re.MULTILINE):
                 gpu_rules.add(rule)
+    for text in texts:  # `use rule X as Y with:` keeps X's resources
+        gpu_rules |= {
+            child
+            for parent, child in re.findall(r"^use rule (\w+) as (\w+)", text, re.MULTILINE)
+            if parent in gpu_rules
+        }
     assert {"train", "evaluate", "interventions"} <= gpu_rules
     with_gpu = {rule for rule, res in profile["set-resources"].items() if "gpu" in res}
     assert with_gpu == gpu_rules

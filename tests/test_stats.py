@@ -4,8 +4,9 @@ import math
 
 import numpy as np
 import pandas as pd
+import pytest
 
-from statelayers.stats import BootstrapConfig, mean_ci, profile_shapes, summarize
+from statelayers.stats import PROFILE_GAINS, BootstrapConfig, mean_ci, profile_shapes, summarize
 
 
 def test_interval_contains_the_mean_and_narrows_with_more_seeds():
@@ -57,17 +58,18 @@ def test_profile_shapes_tell_a_jump_from_a_gradual_rise():
     assert shapes.loc["mamba", "best_block_accuracy"] == 1.0
 
 
-def test_profile_shapes_on_selectivity():
-    """Accuracy saturates at block 1 but only block 4 beats the control task: the
-    selectivity profile is late-concentrated where the accuracy profile is flat."""
+@pytest.mark.parametrize("gain", PROFILE_GAINS)
+def test_profile_shapes_on_a_gain_over_a_baseline(gain):
+    """Accuracy saturates at block 1 but only block 4 beats the baseline: the gain
+    profile is late-concentrated where the accuracy profile is flat."""
     rows = probe_rows("gru", "dyck", 0, [0.5, 1.0, 1.0, 1.0, 1.0])
-    for row, control in zip(rows, [0.5, 1.0, 1.0, 0.9, 0.4]):
-        row["selectivity"] = row["probe_accuracy"] - control
+    for row, baseline in zip(rows, [0.5, 1.0, 1.0, 0.9, 0.4]):
+        row[gain] = row["probe_accuracy"] - baseline
     shapes = profile_shapes(pd.DataFrame(rows)).iloc[0]
-    assert shapes["first_layer_95"] == 1 and shapes["selectivity_first_layer_95"] == 4
-    assert math.isclose(shapes["selectivity_late_concentration"], 0.6 - 0.1 / 3)
-    blind = pd.DataFrame(probe_rows("gru", "dyck", 0, [0.5] * 5)).assign(selectivity=0.0)
-    assert math.isnan(profile_shapes(blind).iloc[0]["selectivity_first_layer_95"])
+    assert shapes["first_layer_95"] == 1 and shapes[f"{gain}_first_layer_95"] == 4
+    assert math.isclose(shapes[f"{gain}_late_concentration"], 0.6 - 0.1 / 3)
+    blind = pd.DataFrame(probe_rows("gru", "dyck", 0, [0.5] * 5)).assign(**{gain: 0.0})
+    assert math.isnan(profile_shapes(blind).iloc[0][f"{gain}_first_layer_95"])
 
 
 def test_summarize_is_per_key_and_metric():

@@ -5,13 +5,13 @@ import pandas as pd
 from statelayers.sweep import sweep_table
 
 
-def runs(points):
+def runs(points, task="s3"):
     """Per-run rows: ``points`` maps (lr, batch) to [(steps, reached, accuracy), ...] per seed."""
     return pd.DataFrame(
         [
             {
                 "arch": "gru",
-                "task": "s3",
+                "task": task,
                 "seed": seed,
                 "lr": lr,
                 "batch_size": batch,
@@ -58,3 +58,14 @@ def test_then_the_fewest_steps_then_the_highest_accuracy():
 def test_an_exact_tie_goes_to_the_smaller_learning_rate_then_batch():
     same = [(200, True, 0.995)]
     assert selected({(0.003, 32): same, (0.001, 64): same, (0.001, 32): same}) == (0.001, 32)
+
+
+def test_the_chosen_point_of_an_architecture_is_the_best_over_its_tasks_pooled():
+    """s3 alone would pick 0.003 and parity alone 0.001; pooled, 0.001 reaches the
+    criterion on both tasks and 0.003 on one only."""
+    s3 = runs({(0.001, 32): [(400, True, 0.991)], (0.003, 32): [(150, True, 0.999)]}, "s3")
+    parity = runs({(0.001, 32): [(500, True, 0.99)], (0.003, 32): [(500, False, 0.995)]}, "parity")
+    table = sweep_table(pd.concat([s3, parity], ignore_index=True))
+    picked = table[table["selected"]].set_index("task")["lr"].to_dict()
+    assert picked == {"s3": 0.003, "parity": 0.001}
+    assert set(table.loc[table["chosen"], "lr"]) == {0.001} and table["chosen"].sum() == 2

@@ -5,11 +5,19 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from statelayers import io
+from statelayers import train as train_module
 from statelayers.codedepth import file_split
 from statelayers.data import TrainingStream, make_split, split_rng, training_rng
-from statelayers.train import learning_curves, reached_target, train_checkpoint, training_table
+from statelayers.train import (
+    learning_curves,
+    reached_target,
+    train_checkpoint,
+    training_table,
+    untrained_checkpoint,
+)
 
 SPEC = {
     "arch": "gru",
@@ -150,3 +158,35 @@ def test_training_tables_list_every_run_and_its_validation_checks(tmp_path, vali
     curves = learning_curves(metas, histories)
     assert curves["step"].tolist() == [3, 6, 3, 6, 9, 12]
     assert set(curves.columns) >= {"arch", "task", "seed", "validation_token_accuracy"}
+
+
+@pytest.mark.parametrize("arch", ["gru", "mamba"])
+def test_an_untrained_twin_holds_the_weights_its_run_started_from(tmp_path, validation, monkeypatch, arch):
+    started, loop = {}, train_module.train
+
+    def record_then_train(model, *args, **kwargs):
+        started.update({name: value.clone() for name, value in model.state_dict().items()})
+        return loop(model, *args, **kwargs)
+
+    monkeypatch.setattr(train_module, "train", record_then_train)
+    spec = SPEC | {"arch": arch}
+    train_checkpoint(
+        spec,
+        TRAINING,
+        seed=5,
+        device="cpu",
+        mamba=None,
+        data_seed=0,
+        train_length=10,
+        validation_path=str(validation),
+        out_dir=tmp_path / "trained",
+        history_path=tmp_path / "trained" / "train_log.csv",
+    )
+    untrained_checkpoint(spec, seed=5, out_dir=tmp_path / "untrained")
+    twin = torch.load(tmp_path / "untrained" / "model.pt", weights_only=True)
+    trained = torch.load(tmp_path / "trained" / "model.pt", weights_only=True)
+    assert twin.keys() == started.keys()
+    assert all(torch.equal(twin[name], started[name]) for name in twin)
+    assert any(not torch.equal(twin[name], trained[name]) for name in twin)  # training moved them
+    meta = json.loads((tmp_path / "untrained" / "model.json").read_text())
+    assert meta["steps"] == 0 and meta["untrained"] and meta["seed"] == 5

@@ -16,6 +16,8 @@ import pytest
 import yaml
 from tiny_hf import save_tiny
 
+from statelayers import figures
+
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 PER_RUN_RULES = {"train", "evaluate", "probes", "interventions"}
@@ -115,11 +117,21 @@ def test_tables_are_complete_and_non_trivial(workdir):
 
     shapes = pd.read_csv(tables / "profile_shapes.csv")
     shape_metrics = {"first_layer_95", "late_concentration", "best_block_accuracy", "last_block_accuracy"}
-    shape_metrics |= {"selectivity_first_layer_95", "selectivity_late_concentration"}
+    gains = ("selectivity", "gain_over_untrained", "gain_over_token")
+    shape_metrics |= {
+        f"{gain}_{shape}" for gain in gains for shape in ("first_layer_95", "late_concentration")
+    }
     assert set(shapes["metric"]) == shape_metrics
-    assert shapes.groupby(["arch", "task", "target"]).size().eq(6).all() and len(shapes) == 20 * 6
+    assert shapes.groupby(["arch", "task", "target"]).size().eq(10).all() and len(shapes) == 20 * 10
     probes = pd.read_csv(tables / "probes.csv")
     assert (probes["selectivity"] == probes["probe_accuracy"] - probes["control_accuracy"]).all()
+    assert (probes["gain_over_untrained"] == probes["probe_accuracy"] - probes["untrained_accuracy"]).all()
+    assert (probes["gain_over_token"] == probes["probe_accuracy"] - probes["token_baseline"]).all()
+    # Each untrained twin is its own probed run: at its initial weights it reads differently.
+    assert probes["untrained_accuracy"].between(0, 1).all() and probes["gain_over_untrained"].abs().max() > 0
+    twins = list((workdir / "results" / "probes" / "untrained").rglob("*.csv"))
+    assert len(twins) == 15
+    assert figures.profile_rows(probes) == ["probe_accuracy", "gain_over_untrained"]
     summary = pd.read_csv(tables / "behaviour_summary.csv")
     assert ((summary["ci_low"].isna()) | (summary["ci_low"] <= summary["mean"])).all()
 
@@ -193,12 +205,14 @@ def test_training_jobs_start_longest_first(workdir):
 def test_probe_setting_reruns_probes_and_their_consumers_only(workdir):
     jobs = planned_jobs(workdir, overlay(workdir, "probe_c.yaml", {"probes": {"C": 0.5}}))
     rules = [rule for rule, _ in jobs]
-    assert rules.count("probes") == 15
+    assert rules.count("probes") == rules.count("probes_untrained") == 15
     # Interventions fit their own probes with the same settings, so they rerun too.
     assert rules.count("interventions") == 15
     assert not {"train", "evaluate"} & set(rules)
     assert set(rules) == {
         "probes",
+        "probes_untrained",
+        "probes_table",
         "interventions",
         "aggregate_table",
         "readability_table",
@@ -217,6 +231,8 @@ def test_one_architectures_training_setting_reruns_only_its_chain(workdir):
     assert {w["arch"] for _, w in per_run} == {"lstm"}
     assert Counter(rule for rule, _ in per_run) == {rule: 3 for rule in PER_RUN_RULES}  # 3 tasks
     assert "task_data" not in {rule for rule, _ in jobs}
+    # The untrained twins do not depend on training settings.
+    assert not {"untrained", "probes_untrained"} & {rule for rule, _ in jobs}
 
 
 def test_runs_stop_at_the_criterion_or_at_max_steps(workdir):
@@ -253,6 +269,7 @@ def test_sweep_target_trains_the_grid_and_reads_validation_accuracy_only(tmp_pat
     assert len(sweep) == 2 * 2  # architectures x learning rates (one batch size, one seed)
     assert set(sweep["lr"]) == {0.003, 0.03} and (sweep["max_steps"] == 6).all()
     assert sweep.groupby("arch")["selected"].sum().eq(1).all()
+    assert sweep.groupby("arch")["chosen"].sum().eq(1).all()
     png = matplotlib.image.imread(root / "results" / "figures" / "sweep.png")
     assert png.shape[1] > 600 and png[..., :3].std() > 0.05
 
@@ -428,7 +445,8 @@ def test_a_corpus_without_tokenizable_python_stops_at_the_corpus_job(tmp_path):
     result = snakemake(root, "--configfile", "config/test.yaml", str(bad), check=False)
     assert result.returncode != 0
     assert "no tokenizable Python file" in (root / "results/logs/data/codedepth/corpus.log").read_text()
-    assert not (root / "results" / "models").exists()
+    assert not list((root / "results" / "models").glob("*/codedepth/seed*/model.pt"))  # no training
+    # (untrained twins, results/models/untrained/, need no corpus)
 
 
 def test_conv1d_attribution_runs_when_the_twin_is_in_the_study(tmp_path):

@@ -5,7 +5,7 @@ The run is the Snakemake log (``.snakemake/log``) with the most jobs among those
 finished, the newest on ties: the full run, not a later partial rerun. Complete runs
 after it (an overlay such as ``config/conv1d.yaml``, which only adds jobs) are named
 after it, since the result files include their work. The Conv1D table is included when
-the claims check measured finding 7.
+the claims check measured finding 7, the sweep table when `snakemake sweep` ran here.
 Usage: python tools/readme_results.py [README.md]
 """
 
@@ -18,6 +18,7 @@ import pandas as pd
 from statelayers.readme import complete_run, replace_section, results_section
 
 readme = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
+SWEEP = Path("results/tables/sweep.csv")  # `snakemake sweep`, run in this directory
 runs = []  # (log name, jobs, elapsed), oldest first: log names start with their start time
 for log in sorted(Path(".snakemake/log").glob("*.snakemake.log")):
     found = complete_run(log.read_text(errors="ignore"))
@@ -37,6 +38,7 @@ section = results_section(
     date=started.strftime("%Y-%m-%d"),
     run_time=run_time,
     conv1d_summary=pd.read_csv("results/tables/conv1d_summary.csv") if conv1d_measured else None,
+    sweep=pd.read_csv(SWEEP) if SWEEP.exists() else None,
 )
 readme.write_text(replace_section(readme.read_text(), section))
 print(f"README results section from the run started {started} ({run_time})")

@@ -74,6 +74,8 @@ from statelayers.stats import BootstrapConfig, mean_ci, profile_shapes
 RECURRENT, SSM = ("lstm", "gru"), ("mamba", "mamba2")
 LEARNED_ACCURACY = 0.95
 """Test token accuracy at the training length from which a run counts as having learned its task."""
+GAIN_PROFILE = "gain_over_untrained"
+"""The profile findings 2-4 are also reported on (``on_gains``): accuracy minus the untrained twin's."""
 MIN_LEARNED_SEEDS = 2
 """Learned seeds an architecture needs on a task for a sub-claim about it: an interval needs two."""
 PAPER = {
@@ -122,6 +124,13 @@ class Finding:
     number: int
     claims: list[SubClaim] = field(default_factory=list)
     missing: str | None = None
+
+    def statuses(self, config: BootstrapConfig) -> str:
+        """Each sub-claim's numbers and status, for reporting beside a verdict."""
+        if self.missing:
+            return self.missing
+        results = [claim.status(config) for claim in self.claims]
+        return " | ".join(text if status == "unlearned" else f"{text}: {status}" for status, text in results)
 
     def verdict(self, config: BootstrapConfig) -> dict:
         if self.missing:
@@ -249,15 +258,20 @@ def behaviour_finding(behaviour: pd.DataFrame) -> Finding:
     return finding
 
 
-def profile_findings(probes: pd.DataFrame, learned: Learned) -> list[Finding]:
-    """Findings 2-4, from the probe profiles of the runs that learned."""
+def profile_findings(
+    probes: pd.DataFrame, learned: Learned, profile: str = "probe_accuracy"
+) -> list[Finding]:
+    """Findings 2-4, from the probe profiles of the runs that learned: of the probe
+    accuracy, or of one of its gains over a baseline (``profile`` in
+    :data:`statelayers.stats.PROFILE_GAINS`, reported beside the verdicts)."""
     n_blocks = int(probes["layer"].max())
     archs, tasks = set(probes["arch"]), set(probes["task"])
     shapes = profile_shapes(probes)
     shapes = learned.keep(shapes[shapes["target"] == "labels"])
+    prefix = "" if profile == "probe_accuracy" else f"{profile}_"
     task = lambda name: shapes[shapes["task"] == name]  # noqa: E731
-    late = lambda name, arch: _by_seed(task(name), arch, "late_concentration")  # noqa: E731
-    first = lambda name, arch: _by_seed(task(name), arch, "first_layer_95")  # noqa: E731
+    late = lambda name, arch: _by_seed(task(name), arch, f"{prefix}late_concentration")  # noqa: E731
+    first = lambda name, arch: _by_seed(task(name), arch, f"{prefix}first_layer_95")  # noqa: E731
 
     def claim(name: str, per_seed: pd.Series, bound: float, needs: list[tuple[str, str]]) -> SubClaim:
         return SubClaim(name, per_seed, bound, unlearned=learned.blocking(needs))
@@ -488,9 +502,20 @@ def check_claims(
         pretrained_finding(pretrained_probes, pretrained_ablations, patching),
         conv1d_finding(conv1d),
     ]
+    on_gains = (
+        {f.number: f.statuses(config) for f in profile_findings(probes, learned, GAIN_PROFILE)}
+        if GAIN_PROFILE in probes
+        else {}
+    )
     return pd.DataFrame(
         [
-            {"finding": f.number, **f.verdict(config), "paper": PAPER[f.number], "scale": scale}
+            {
+                "finding": f.number,
+                **f.verdict(config),
+                "on_gains": on_gains.get(f.number, ""),
+                "paper": PAPER[f.number],
+                "scale": scale,
+            }
             for f in findings
         ]
     )
@@ -502,6 +527,9 @@ def claims_markdown(claims: pd.DataFrame, learned: pd.DataFrame, train_length: i
     lines = ["| # | verdict | reason | paper |", "|---|---|---|---|"]
     lines += [f"| {r.finding} | **{r.verdict}** | {r.reason} | {r.paper} |" for r in claims.itertuples()]
     details = [f"- **{r.finding}**: {r.measured}" for r in claims.itertuples() if r.measured]
+    gains = [
+        f"- **{r.finding}**: {r.on_gains}" for r in claims.itertuples() if pd.notna(r.on_gains) and r.on_gains
+    ]
     runs = ["| arch | task | seeds learned | test token accuracy at each seed |", "|---|---|---|---|"]
     for (arch, task), group in learned.groupby(["arch", "task"], sort=False):
         accuracy = ", ".join(f"{a:.3f}" for a in group.sort_values("seed")["accuracy"])
@@ -513,6 +541,14 @@ def claims_markdown(claims: pd.DataFrame, learned: pd.DataFrame, train_length: i
             *lines,
             "\n## Measured (mean [95 % CI] vs bound)\n",
             *details,
+            *(
+                [
+                    "\n## Findings 2-4 on the gain over the untrained twin (verdicts use accuracy)\n",
+                    *gains,
+                ]
+                if gains
+                else []
+            ),
             (
                 f"\n## Runs that learned their task (test token accuracy at L = {train_length} "
                 f">= {LEARNED_ACCURACY})\n"

@@ -69,12 +69,24 @@ def _save(fig: plt.Figure, paths: list[str | Path]) -> None:
     plt.close(fig)
 
 
+PROFILE_ROWS = {
+    "probe_accuracy": "probe accuracy (held-out sequences)",
+    "gain_over_untrained": "gain over the untrained twin\n(accuracy - untrained accuracy)",
+}
+"""The probe figure's rows: per-layer column of ``probes.csv`` and its axis label."""
+
+
+def profile_rows(probes: pd.DataFrame) -> list[str]:
+    """The rows of :func:`probe_profiles` this table fills (the gain row needs the twins)."""
+    return [metric for metric in PROFILE_ROWS if metric in probes]
+
+
 def probe_profiles(probes: pd.DataFrame, fit_length: int, paths: list[str | Path]) -> None:
     """Probe accuracy by layer for the training label: one panel per task, a line per
-    architecture; below it, when the table has it, the selectivity over the control task."""
+    architecture; below it the gain over the untrained twin (:func:`profile_rows`)."""
     frame = probes[(probes["target"] == "labels") & (probes["split"] == "probe")]
     tasks = _ordered(frame["task"], TASK_TITLE)
-    metrics = ["probe_accuracy", *(["selectivity"] if "selectivity" in frame else [])]
+    metrics = profile_rows(frame)
     fig, axes = plt.subplots(
         len(metrics), len(tasks), figsize=(3.4 * len(tasks), 3.2 * len(metrics)), sharey="row", squeeze=False
     )
@@ -89,9 +101,8 @@ def probe_profiles(probes: pd.DataFrame, fit_length: int, paths: list[str | Path
                 ax.axhline(0, color="0.5", ls="--", lw=1)
             _layer_axis(ax, sorted(sub["layer"].unique()))
             ax.grid(alpha=0.3)
-    axes[0][0].set_ylabel("probe accuracy (held-out sequences)")
-    if len(metrics) > 1:
-        axes[1][0].set_ylabel("selectivity (accuracy - control task)")
+    for row, metric in zip(axes, metrics):
+        row[0].set_ylabel(PROFILE_ROWS[metric])
     axes[0][-1].legend(fontsize=8, loc="lower right")
     n_seeds = frame.groupby(["arch", "task"])["seed"].nunique().min()
     fig.suptitle(
@@ -437,8 +448,14 @@ def sweep(table: pd.DataFrame, paths: list[str | Path]) -> None:
                         ms=5,
                         mfc=color if filled else "white",
                     )
-            chosen = sub[(sub["arch"] == arch) & sub["selected"]]
-            ax.plot(chosen["lr"], chosen["validation_token_accuracy"], "o", ms=13, mfc="none", color=color)
+            selected = sub[(sub["arch"] == arch) & sub["selected"]]
+            ax.plot(
+                selected["lr"], selected["validation_token_accuracy"], "o", ms=13, mfc="none", color=color
+            )
+            chosen = sub[(sub["arch"] == arch) & sub["chosen"]]
+            ax.plot(
+                chosen["lr"], chosen["validation_token_accuracy"], "s", ms=17, mfc="none", color=color, lw=0.8
+            )
         for target in sub["target_accuracy"].unique():
             ax.axhline(target, color="0.5", ls="--", lw=1)
         ax.set_xscale("log")
@@ -455,7 +472,8 @@ def sweep(table: pd.DataFrame, paths: list[str | Path]) -> None:
     n_seeds = int(table["seeds"].max())
     fig.suptitle(
         f"Sweep: at most {max_steps} steps per run, {_count(n_seeds, 'seed')} per point "
-        "(filled: every seed reached the criterion; ring: selected)",
+        "(filled: every seed reached the criterion; ring: best for the task;\n"
+        "square: chosen for the architecture)",
         fontsize=10,
     )
     fig.tight_layout()

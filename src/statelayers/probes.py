@@ -11,7 +11,17 @@ the current token. The same probe is fit on it, and ``selectivity = probe_accura
 control_accuracy``: how much more a layer tells about the target than a probe could
 memorise from token identity. With the formal tasks' 2-6 token types the control task
 is easy wherever the current token is decodable, so selectivity is low in layers that
-mostly carry the token.
+mostly carry the token: the control is degenerate here (Hewitt and Liang built it for
+word types of large vocabularies, where memorising a type costs the probe capacity).
+
+Two baselines that carry information on these tasks sit beside every probe in
+``probes.csv`` (:func:`with_baselines`):
+
+- ``untrained_accuracy``: the same probe fit on the run's untrained twin (its
+  architecture at the run's initial weights), what the architecture makes readable
+  before any learning; ``gain_over_untrained = probe_accuracy - untrained_accuracy``;
+- ``token_baseline``: what the current input token alone predicts (its majority label);
+  ``gain_over_token = probe_accuracy - token_baseline``.
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ import warnings
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupShuffleSplit
@@ -148,3 +159,23 @@ def probe_layers(
                     }
                 )
     return rows
+
+
+PROBE_KEYS = ["arch", "task", "seed", "layer", "target", "split", "eval_length"]
+"""One probe row per run, layer, target and readout."""
+
+
+def with_baselines(probes: pd.DataFrame, untrained: pd.DataFrame) -> pd.DataFrame:
+    """The trained runs' probe rows with ``untrained_accuracy`` (the probe row of the same
+    run, layer, target and readout on the untrained twin) and the gains over it and over
+    ``token_baseline``. Every trained row needs its twin's."""
+    twin = untrained[PROBE_KEYS + ["probe_accuracy"]].rename(columns={"probe_accuracy": "untrained_accuracy"})
+    table = probes.merge(twin, on=PROBE_KEYS, how="left", validate="one_to_one")
+    missing = table["untrained_accuracy"].isna()
+    if missing.any():
+        first = table.loc[missing, PROBE_KEYS].iloc[0].to_dict()
+        raise ValueError(f"{int(missing.sum())} probe rows have no untrained twin, e.g. {first}")
+    return table.assign(
+        gain_over_untrained=table["probe_accuracy"] - table["untrained_accuracy"],
+        gain_over_token=table["probe_accuracy"] - table["token_baseline"],
+    )

@@ -2,8 +2,9 @@
 
 The section sits between two HTML comments in README.md and is replaced as a whole,
 so it always shows one run: its date, its scale, the claims verdicts, how long each
-model trained and whether it reached the stopping criterion, the behaviour table and,
-when the run measured finding 7, the Conv1D ablation table, with nothing typed in by hand.
+model trained and whether it reached the stopping criterion, the behaviour table,
+when the run measured finding 7, the Conv1D ablation table, and, when the directory
+holds a sweep table, the sweep the defaults came from, with nothing typed in by hand.
 """
 
 from __future__ import annotations
@@ -75,6 +76,30 @@ def training_markdown(training: pd.DataFrame, behaviour_summary: pd.DataFrame) -
     return "\n".join(lines)
 
 
+def sweep_markdown(sweep: pd.DataFrame) -> str:
+    """Rows (task, arch) in ``sweep``'s order, a column per grid point: final validation
+    token accuracy (mean over the sweep's seeds), then, where every seed reached the
+    criterion, a check mark and the mean steps; bold where the point is ``chosen`` for
+    the architecture (:mod:`statelayers.sweep`)."""
+    points = sweep[["lr", "batch_size"]].drop_duplicates().sort_values(["batch_size", "lr"])
+    several = points["batch_size"].nunique() > 1
+    names = [f"lr {p.lr:g}" + (f", batch {p.batch_size}" if several else "") for p in points.itertuples()]
+    lines = ["| task | architecture | " + " | ".join(names) + " |", "| --- | --- |" + " --- |" * len(names)]
+    for (task, arch), group in sweep.groupby(["task", "arch"], sort=False):
+        at = group.set_index(["lr", "batch_size"])
+        cells = []
+        for point in points.itertuples():
+            if (point.lr, point.batch_size) not in at.index:
+                cells.append("n/a")
+                continue
+            row = at.loc[(point.lr, point.batch_size)]
+            cell = f"{row['validation_token_accuracy']:.3f}"
+            cell += f" ✓ {row['steps']:.0f}" if row["reached"] == row["seeds"] else ""
+            cells.append(f"**{cell}**" if row["chosen"] else cell)
+        lines.append(f"| {task} | {ARCH_NAMES.get(arch, arch)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def conv1d_markdown(summary: pd.DataFrame) -> str:
     """One row per (family, task, variant) of ``conv1d_summary.csv``."""
     lines = [
@@ -101,8 +126,10 @@ def results_section(
     date: str,
     run_time: str,
     conv1d_summary: pd.DataFrame | None = None,
+    sweep: pd.DataFrame | None = None,
 ) -> str:
-    """The whole marked section; the Conv1D table only where ``conv1d_summary`` is given."""
+    """The whole marked section; the Conv1D table only where ``conv1d_summary`` is given,
+    the sweep the defaults came from where ``sweep`` is."""
     order = {name: i for i, name in enumerate(["parity", "s3", "dyck", "codedepth", *ARCH_NAMES])}
     by_task = lambda frame: frame.sort_values(  # noqa: E731
         ["task", "arch"], key=lambda c: c.map(order).fillna(len(order)), kind="stable"
@@ -129,6 +156,17 @@ def results_section(
             conv1d_markdown(conv1d_summary),
             "",
         ]
+    sweep_lines = []
+    if sweep is not None:
+        sweep_lines = [
+            f"Hyper-parameters: the sweep (`snakemake sweep`, at most {int(sweep['max_steps'].max())} steps,",
+            f"{int(sweep['seeds'].max())} seed(s) per point) chose the learning rate of each architecture",
+            "(bold) from validation accuracy alone: final validation token accuracy at each point,",
+            "with a check mark and the mean steps where every seed reached the criterion:",
+            "",
+            sweep_markdown(by_task(sweep)),
+            "",
+        ]
     return "\n".join(
         [
             START,
@@ -150,6 +188,7 @@ def results_section(
             behaviour_markdown(summary),
             "",
             *conv1d_lines,
+            *sweep_lines,
             "The numbers behind every verdict are in `results/claims.md`; regenerate this section",
             "after a run with `make readme-results`.",
             END,

@@ -14,6 +14,9 @@ Layer profiles use the blocks only (layer >= 1; layer 0 is the embedding), so bl
 ``late_concentration``
     last block's accuracy minus the mean of the earlier blocks: large when the state
     becomes readable only at the end (a "jump"), near zero when it is readable early.
+
+The same two shapes are computed on every per-layer baseline difference the probe table
+has (:data:`PROFILE_GAINS`), prefixed with its name: e.g. ``gain_over_untrained_first_layer_95``.
 """
 
 from __future__ import annotations
@@ -75,14 +78,19 @@ def summarize(
     return pd.DataFrame(rows)
 
 
+PROFILE_GAINS = ("selectivity", "gain_over_untrained", "gain_over_token")
+"""Per-layer differences to a baseline (:mod:`statelayers.probes`) whose profiles get shapes too."""
+
+
 def profile_shapes(probes: pd.DataFrame) -> pd.DataFrame:
     """Per (arch, task, seed, target), over the blocks (layers >= 1) at the fit length:
 
     - ``first_layer_95``: the first block whose probe accuracy reaches 95 % of the best block's;
     - ``late_concentration``: last block's accuracy minus the mean of the earlier blocks;
     - ``best_block_accuracy``, ``last_block_accuracy``;
-    - the same two shapes on selectivity (``selectivity_first_layer_95``, NaN when no
-      block is selective, and ``selectivity_late_concentration``).
+    - the same two shapes on each of :data:`PROFILE_GAINS` the table has (e.g.
+      ``gain_over_untrained_first_layer_95``, NaN when no block gains, and
+      ``gain_over_untrained_late_concentration``).
     """
     blocks = probes[(probes["split"] == "probe") & (probes["layer"] >= 1)]
     rows = []
@@ -91,8 +99,8 @@ def profile_shapes(probes: pd.DataFrame) -> pd.DataFrame:
         accuracy = run["probe_accuracy"]
         row = {"arch": arch, "task": task, "seed": seed, "target": target, **_shape(accuracy)}
         row |= {"best_block_accuracy": float(accuracy.max()), "last_block_accuracy": float(accuracy.iloc[-1])}
-        if "selectivity" in run:
-            row |= {f"selectivity_{name}": value for name, value in _shape(run["selectivity"]).items()}
+        for gain in (g for g in PROFILE_GAINS if g in run):
+            row |= {f"{gain}_{name}": value for name, value in _shape(run[gain]).items()}
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -118,7 +126,17 @@ def summary_tables(
         "probes": summarize(
             probes,
             ["arch", "task", "target", "split", "eval_length", "layer"],
-            [c for c in ("probe_accuracy", "majority_baseline", "selectivity") if c in probes],
+            [
+                c
+                for c in (
+                    "probe_accuracy",
+                    "majority_baseline",
+                    "token_baseline",
+                    "untrained_accuracy",
+                    *PROFILE_GAINS,
+                )
+                if c in probes
+            ],
             config,
         ),
         "profile_shapes": summarize(

@@ -12,9 +12,16 @@ erasures, claims) is read. Per (architecture, task) the ``selected`` point is, i
 3. then the highest final validation token accuracy (mean over seeds);
 4. then the smaller learning rate, then the smaller batch, so the choice is unique.
 
+The study trains every task of an architecture with the same settings, so the sweep
+also marks, per architecture, the ``chosen`` point: the same order applied to the
+architecture's tasks pooled (seeds that reached the criterion summed over tasks, steps
+and accuracy averaged over them). The defaults in ``config/config.yaml`` are the chosen
+points.
+
 Schema of ``tables/sweep.csv``: arch, task, lr, batch_size, seeds, reached (seeds that
 reached the criterion), steps (mean), validation_token_accuracy (mean of the final
-checks), max_steps, target_accuracy, selected.
+checks), max_steps, target_accuracy, selected (best for the architecture and task),
+chosen (best for the architecture over its tasks).
 """
 
 from __future__ import annotations
@@ -39,12 +46,24 @@ def sweep_table(runs: pd.DataFrame) -> pd.DataFrame:
         )
         .astype({"reached": int})
     )
-    ranked = table.assign(
-        _fewer_reached=-table["reached"], _lower_accuracy=-table["validation_token_accuracy"]
+    table["selected"] = table.index.isin(_best(table, ["arch", "task"]).index)
+    pooled = table.groupby(["arch", "lr", "batch_size"], as_index=False).agg(
+        reached=("reached", "sum"),
+        steps=("steps", "mean"),
+        validation_token_accuracy=("validation_token_accuracy", "mean"),
     )
-    ranked = ranked.sort_values(
-        ["arch", "task", "_fewer_reached", "steps", "_lower_accuracy", "lr", "batch_size"]
+    chosen = _best(pooled, ["arch"])[["arch", "lr", "batch_size"]].assign(chosen=True)
+    table["chosen"] = (
+        table[["arch", "lr", "batch_size"]].merge(chosen, how="left")["chosen"].eq(True).to_numpy()
     )
-    best = ranked.groupby(["arch", "task"]).head(1).index
-    table["selected"] = table.index.isin(best)
     return table
+
+
+def _best(points: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The first point per ``keys`` in the module's order: most reached, fewest steps,
+    highest accuracy, smaller learning rate, smaller batch."""
+    ranked = points.assign(
+        _fewer_reached=-points["reached"], _lower_accuracy=-points["validation_token_accuracy"]
+    )
+    ranked = ranked.sort_values([*keys, "_fewer_reached", "steps", "_lower_accuracy", "lr", "batch_size"])
+    return ranked.groupby(keys).head(1)

@@ -296,6 +296,47 @@ class Run:
     fingerprint: str
 
 
+def initial_model(
+    spec_params: dict, seed: int, mamba: dict | None, device: torch.device | str = "cpu"
+) -> SequenceTagger:
+    """The model a run of ``seed`` starts from: the matched architecture at its seeded
+    initial weights, or a pretrained backbone with a fresh seeded head."""
+    if "pretrained" in spec_params:
+        from statelayers.pretrained import pretrained_spec, pretrained_tagger
+
+        spec = pretrained_spec(**spec_params)
+        torch.manual_seed(seed)  # the seed decides the head's initial weights (and added rows)
+        return pretrained_tagger(spec, mamba, device=device)
+    spec = matched_spec(**spec_params)  # instantiates trial models: seed only after it
+    torch.manual_seed(seed)  # the seed decides the initial weights too
+    return build_model(spec, mamba, device=device)
+
+
+def untrained_checkpoint(
+    spec_params: dict, seed: int, out_dir: str | Path, mamba: dict | None = None, device: str = "cpu"
+) -> SequenceTagger:
+    """Save the untrained twin of a run: :func:`initial_model` of the same spec and seed,
+    with no training step; return it in eval mode on ``device`` (``auto``, ``cpu``, ``cuda``),
+    Mamba under ``mamba``'s backend. Its probes say what the architecture makes readable
+    before any learning (the untrained baseline of :mod:`statelayers.probes`)."""
+    resolved = resolve_device(device)
+    model = initial_model(spec_params, seed, mamba, resolved)
+    save_model(
+        model,
+        out_dir,
+        extra={
+            "task": spec_params["task"],
+            "task_params": spec_params["task_params"],
+            "target_params": spec_params.get("target_params"),
+            "seed": seed,
+            "steps": 0,
+            "untrained": True,
+        },
+    )
+    log.info("saved the untrained %s (seed %d) to %s", model.spec.arch, seed, out_dir)
+    return model.to(resolved).eval()
+
+
 def prepare_run(
     spec_params: dict,
     training: dict,
@@ -311,16 +352,8 @@ def prepare_run(
     stream (:func:`statelayers.data.training_rng` of ``data_seed``, the task, ``train_length``
     and ``seed``; Code-Depth windows from ``corpus_path``) and the validation data."""
     resolved = resolve_device(device)
-    if "pretrained" in spec_params:
-        from statelayers.pretrained import pretrained_spec, pretrained_tagger
-
-        spec = pretrained_spec(**spec_params)
-        torch.manual_seed(seed)  # the seed decides the head's initial weights (and added rows)
-        model = pretrained_tagger(spec, mamba, device=resolved)
-    else:
-        spec = matched_spec(**spec_params)  # instantiates trial models: seed only after it
-        torch.manual_seed(seed)  # the seed decides the initial weights too
-        model = build_model(spec, mamba, device=resolved)
+    model = initial_model(spec_params, seed, mamba, resolved)
+    spec = model.spec
     log.info(
         "%s on %s: %d parameters (width %s), device %s, Mamba backend %s",
         spec.arch,

@@ -60,6 +60,12 @@ RUN = "{arch}/{task}/seed{seed}"
 MODEL_DIR = f"results/models/{RUN}"
 STATES_DIR = f"results/states/{RUN}"
 PROBE_STATES = f"{STATES_DIR}/probe_L{TRAIN_LENGTH}.parquet"
+# Every run's untrained twin (its architecture at the run's initial weights) goes through
+# evaluate and probes too, under this prefix: the probes' untrained baseline.
+UNTRAINED_RUN = f"untrained/{RUN}"
+UNTRAINED_MODEL_DIR = f"results/models/{UNTRAINED_RUN}"
+UNTRAINED_STATES_DIR = f"results/states/{UNTRAINED_RUN}"
+UNTRAINED_PROBE_STATES = f"{UNTRAINED_STATES_DIR}/probe_L{TRAIN_LENGTH}.parquet"
 
 
 def task_params(task):
@@ -281,18 +287,18 @@ def stored_test_sequences(wildcards):
     )
 
 
-def test_state_files():
+def test_state_files(states_dir=STATES_DIR):
     """The test-state files of a run, named ``L<length>`` like the test data."""
     return {
-        f"L{length}": f"{STATES_DIR}/test_L{length}.parquet" for length in EVAL_LENGTHS
+        f"L{length}": f"{states_dir}/test_L{length}.parquet" for length in EVAL_LENGTHS
     }
 
 
-def model_files(wildcards=None):
+def model_files(wildcards=None, model_dir=MODEL_DIR):
     """A trained run's files; a fine-tuned model is rebuilt from its backbone's config too."""
     files = {
-        "weights": f"{MODEL_DIR}/model.pt",
-        "meta": f"{MODEL_DIR}/model.json",
+        "weights": f"{model_dir}/model.pt",
+        "meta": f"{model_dir}/model.json",
     }
     return files | (backbone_input(wildcards) if wildcards is not None else {})
 

@@ -26,3 +26,34 @@ rule evaluate:
         mamba=mamba_settings,
     script:
         "../scripts/evaluate.py"
+
+
+# The untrained twin of a run: saved at the run's initial weights and evaluated like it
+# in one job (a separate job would start torch once more per run).
+rule untrained:
+    input:
+        unpack(test_data(EVAL_LENGTHS)),
+        probe=data_file("probe", TRAIN_LENGTH),
+    output:
+        **model_files(model_dir=UNTRAINED_MODEL_DIR),
+        **test_state_files(UNTRAINED_STATES_DIR),
+        behaviour=f"results/behaviour/{UNTRAINED_RUN}.csv",
+        probe_states=UNTRAINED_PROBE_STATES,
+    log:
+        f"results/logs/untrained/{RUN}.log",
+    benchmark:
+        f"results/benchmarks/untrained/{RUN}.tsv"
+    retries: config["retries"]
+    conda:
+        CONDA_ENV
+    threads: config["training"]["threads"]
+    resources:
+        gpu=gpu_jobs(),
+    params:
+        spec=model_spec,
+        seed=lambda wc: int(wc.seed),
+        test_sequences=config["states"]["test_sequences"],
+        device=config["training"]["device"],
+        mamba=mamba_settings,
+    script:
+        "../scripts/untrained.py"

@@ -17,3 +17,15 @@ rule probes:
         fit_length=TRAIN_LENGTH,
     script:
         "../scripts/probes.py"
+
+
+use rule probes as probes_untrained with:
+    input:
+        **test_state_files(UNTRAINED_STATES_DIR),
+        probe=UNTRAINED_PROBE_STATES,
+    output:
+        f"results/probes/{UNTRAINED_RUN}.csv",
+    log:
+        f"results/logs/probes/{UNTRAINED_RUN}.log",
+    benchmark:
+        f"results/benchmarks/probes/{UNTRAINED_RUN}.tsv"

@@ -1,5 +1,6 @@
 localrules:
     aggregate_table,
+    probes_table,
     params_table,
     training_tables,
     depth_table,
@@ -20,11 +21,31 @@ rule aggregate_table:
     benchmark:
         "results/benchmarks/tables/{stage}.tsv"
     wildcard_constraints:
-        stage="behaviour|probes|ablations",
+        stage="behaviour|ablations",
     conda:
         CONDA_ENV
     script:
         "../scripts/aggregate_table.py"
+
+
+rule probes_table:
+    input:
+        trained=per_run(f"results/probes/{RUN}.csv"),
+        untrained=per_run(f"results/probes/{UNTRAINED_RUN}.csv"),
+    output:
+        report(
+            "results/tables/probes.csv",
+            caption="../report/table.rst",
+            category="Tables",
+        ),
+    log:
+        "results/logs/tables/probes.log",
+    benchmark:
+        "results/benchmarks/tables/probes.tsv"
+    conda:
+        CONDA_ENV
+    script:
+        "../scripts/probes_table.py"
 
 
 rule params_table:

@@ -1,0 +1,12 @@
+"""Every run's probe rows, with its untrained twin's accuracy and the gains over the baselines."""
+
+import pandas as pd
+
+from statelayers import io, runtime
+from statelayers.probes import with_baselines
+
+sm = snakemake  # noqa: F821
+runtime.start(sm.log[0])
+trained = pd.concat(map(pd.read_csv, sm.input.trained), ignore_index=True)
+untrained = pd.concat(map(pd.read_csv, sm.input.untrained), ignore_index=True)
+io.write_csv(with_baselines(trained, untrained), sm.output[0])
