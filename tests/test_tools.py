@@ -57,14 +57,24 @@ def test_readme_results_names_the_full_run_then_its_overlay_and_adds_conv1d_when
         "family,task,variant,difference_pp,ci_low,ci_high,n_seeds,p_value,p_holm,significant\n"
         "mamba,s3,noconv_trained,-7.6,-8.3,-7.0,2,0.05,0.4,False\n"
     )
+    figures = tmp_path / "results" / "figures"
+    figures.mkdir()
+    (figures / "probe_profiles.png").write_bytes(b"\x89PNG probe figure")
     readme = tmp_path / "README.md"
     readme.write_text("# R\n<!-- results:start -->\nold\n<!-- results:end -->\n")
     tool = [sys.executable, str(REPO / "tools" / "readme_results.py"), "README.md"]
     subprocess.run(tool, cwd=tmp_path, check=True, capture_output=True)
     text = readme.read_text()
+    assert "(docs/probe_profiles.png)" in text and "Hyper-parameters" not in text  # no sweep ran here
+    assert (tmp_path / "docs" / "probe_profiles.png").read_bytes() == b"\x89PNG probe figure"
     assert "Run of 2026-12-01 (156 jobs, Snakemake wall time 0:42:28; then 73 jobs" in text
     assert "| Mamba | s3 | trained without | -7.6 [-8.3, -7.0] | 2 | 0.4 |" in text
     assert "| parity | LSTM | 150 of 500 | 1 of 1 | 0.995 | 1.000 [1.000, 1.000] |" in text
     (tmp_path / "results" / "claims.csv").write_text(claims.replace("m: +1 [+1 to +2]", ""))  # 7 not measured
+    (tables / "sweep.csv").write_text(
+        "arch,task,lr,batch_size,seeds,reached,steps,validation_token_accuracy,max_steps,target_accuracy,"
+        "selected,chosen\nlstm,parity,0.001,32,1,1,150.0,0.995,500,0.99,True,True\n"
+    )
     subprocess.run(tool, cwd=tmp_path, check=True, capture_output=True)
     assert "Conv1D ablation" not in readme.read_text()
+    assert "| parity | LSTM | **0.995 ✓ 150** |" in readme.read_text()

@@ -36,7 +36,7 @@ case ${1:-} in
     *) echo "usage: $0 [--dry-run]" >&2; exit 2 ;;
 esac
 
-# Time limits in seconds; they add up to 540 (9 min). The README's GPU check section has
+# Time limits in seconds; they add up to 540 (9 min). docs/cost.md's GPU check section has
 # the estimate for each step.
 LIMIT_TOOL=5         # nvidia-smi, nvcc, ninja: each
 LIMIT_PYTHON=15      # importing torch and transformers

@@ -6,9 +6,11 @@ finished, the newest on ties: the full run, not a later partial rerun. Complete 
 after it (an overlay such as ``config/conv1d.yaml``, which only adds jobs) are named
 after it, since the result files include their work. The Conv1D table is included when
 the claims check measured finding 7, the sweep table when `snakemake sweep` ran here.
+The probe figure is copied to docs/ beside the README, which links it.
 Usage: python tools/readme_results.py [README.md]
 """
 
+import shutil
 import sys
 from datetime import datetime
 from pathlib import Path
@@ -19,6 +21,8 @@ from statelayers.readme import complete_run, replace_section, results_section
 
 readme = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
 SWEEP = Path("results/tables/sweep.csv")  # `snakemake sweep`, run in this directory
+FIGURE = Path("results/figures/probe_profiles.png")
+shown = Path("docs/probe_profiles.png")  # beside the README, which results/ (git-ignored) is not
 runs = []  # (log name, jobs, elapsed), oldest first: log names start with their start time
 for log in sorted(Path(".snakemake/log").glob("*.snakemake.log")):
     found = complete_run(log.read_text(errors="ignore"))
@@ -39,6 +43,9 @@ section = results_section(
     run_time=run_time,
     conv1d_summary=pd.read_csv("results/tables/conv1d_summary.csv") if conv1d_measured else None,
     sweep=pd.read_csv(SWEEP) if SWEEP.exists() else None,
+    probe_figure=shown.as_posix(),
 )
+(readme.parent / shown).parent.mkdir(parents=True, exist_ok=True)
+shutil.copyfile(FIGURE, readme.parent / shown)
 readme.write_text(replace_section(readme.read_text(), section))
 print(f"README results section from the run started {started} ({run_time})")

@@ -2,7 +2,7 @@
 
 Per stage: job count, CPU seconds and wall seconds summed; per architecture: the
 range of training-job wall times and the wall time of probes plus interventions as a
-share of training, over all runs and per run (min-max). The README's cost section
+share of training, over all runs and per run (min-max). The cost section of docs/cost.md
 quotes this output.
 Usage: python tools/run_costs.py [results/benchmarks]
 """

@@ -127,9 +127,11 @@ def results_section(
     run_time: str,
     conv1d_summary: pd.DataFrame | None = None,
     sweep: pd.DataFrame | None = None,
+    probe_figure: str | None = None,
 ) -> str:
     """The whole marked section; the Conv1D table only where ``conv1d_summary`` is given,
-    the sweep the defaults came from where ``sweep`` is."""
+    the sweep the defaults came from where ``sweep`` is, and the probe figure (a path
+    relative to the README) where ``probe_figure`` is."""
     order = {name: i for i, name in enumerate(["parity", "s3", "dyck", "codedepth", *ARCH_NAMES])}
     by_task = lambda frame: frame.sort_values(  # noqa: E731
         ["task", "arch"], key=lambda c: c.map(order).fillna(len(order)), kind="stable"
@@ -177,6 +179,17 @@ def results_section(
             verdicts,
             "",
             *seed_note,
+            *(
+                [
+                    f"![Probe accuracy by layer and its gain over the untrained twin]({probe_figure})",
+                    "",
+                    "Probe accuracy by layer for the training label (top) and its gain over the untrained",
+                    "twin (bottom), a line per architecture, band = seed range.",
+                    "",
+                ]
+                if probe_figure
+                else []
+            ),
             "Training: steps used until two consecutive validation checks reached the target",
             "accuracy or until `max_steps`; the claims check counts a run as having learned its",
             f"task when its test token accuracy at the training length is at least {LEARNED_ACCURACY}:",

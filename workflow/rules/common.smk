@@ -239,7 +239,7 @@ def mamba_settings(wildcards):
     return {"backend": training["mamba_backend"], "scan": training["mamba_scan"]}
 
 
-# The families by training-job wall time at the default scale, shortest first (README,
+# The families by training-job wall time at the default scale, shortest first (docs/cost.md,
 # "Cost at the default scale"). Snakemake starts the ready jobs of highest priority
 # first; longest first keeps a long job from starting last and running alone while the
 # other cores idle (a 260 s Mamba-2 job did, in a 2-core run).
