@@ -156,9 +156,13 @@ def test_a_layer_that_holds_only_the_token_gains_nothing_over_its_untrained_twin
     assert label_layer["gain_over_token"] == label_layer["probe_accuracy"] - label_layer["token_baseline"]
 
 
-def test_a_probe_row_without_its_untrained_twin_is_an_error(tmp_path):
+def test_a_probe_row_without_its_untrained_twin_is_an_error_at_the_twins_lengths_only(tmp_path):
     rng = np.random.default_rng(2)
     tokens, labels = rng.integers(0, 2, (20, 8)), rng.integers(0, 2, (20, 8))
     rows = probe_table(rng.normal(size=(2, 20, 8, 4)), tokens, labels, tmp_path / "s.parquet")
     with pytest.raises(ValueError, match="no untrained twin"):
         with_baselines(rows, rows[rows["layer"] == 0])
+    longer = rows.assign(split="test", eval_length=16)  # a length the twins were not read at
+    table = with_baselines(pd.concat([rows, longer], ignore_index=True), rows)
+    assert table.loc[table["eval_length"] == 16, ["untrained_accuracy", "gain_over_untrained"]].isna().all().all()
+    assert (table.loc[table["eval_length"] == 8, "gain_over_untrained"] == 0).all()

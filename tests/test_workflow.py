@@ -125,10 +125,13 @@ def test_tables_are_complete_and_non_trivial(workdir):
     assert shapes.groupby(["arch", "task", "target"]).size().eq(10).all() and len(shapes) == 20 * 10
     probes = pd.read_csv(tables / "probes.csv")
     assert (probes["selectivity"] == probes["probe_accuracy"] - probes["control_accuracy"]).all()
-    assert (probes["gain_over_untrained"] == probes["probe_accuracy"] - probes["untrained_accuracy"]).all()
     assert (probes["gain_over_token"] == probes["probe_accuracy"] - probes["token_baseline"]).all()
-    # Each untrained twin is its own probed run: at its initial weights it reads differently.
-    assert probes["untrained_accuracy"].between(0, 1).all() and probes["gain_over_untrained"].abs().max() > 0
+    # Each untrained twin is its own probed run, read at the training length (8 here) only:
+    # at its initial weights it reads differently.
+    twinned = probes[probes["eval_length"] == 8]
+    assert probes.loc[probes["eval_length"] != 8, "untrained_accuracy"].isna().all()
+    assert (twinned["gain_over_untrained"] == twinned["probe_accuracy"] - twinned["untrained_accuracy"]).all()
+    assert twinned["untrained_accuracy"].between(0, 1).all() and twinned["gain_over_untrained"].abs().max() > 0
     twins = list((workdir / "results" / "probes" / "untrained").rglob("*.csv"))
     assert len(twins) == 15
     assert figures.profile_rows(probes) == ["probe_accuracy", "gain_over_untrained"]
@@ -325,6 +328,7 @@ def _bad(config: dict, path: list[str], value) -> dict:
         (["sweep", "lr"], [], "['sweep']['lr']"),
         (["sweep", "lr"], [0.001, 0.0], "['sweep']['lr']"),
         (["eval_lengths"], [60, 80], "eval_lengths must include train_length"),
+        (["model", "options", "transformer", "heads"], 3, "must divide model.d_model"),
     ],
 )
 def test_bad_config_stops_before_any_job(tmp_path, path, value, message):

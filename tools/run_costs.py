@@ -2,8 +2,9 @@
 
 Per stage: job count, CPU seconds and wall seconds summed; per architecture: the
 range of training-job wall times and the wall time of probes plus interventions as a
-share of training, over all runs and per run (min-max). The cost section of docs/cost.md
-quotes this output.
+share of training, over all runs and per run (min-max); the untrained twins' share of
+all job wall time (their save-and-evaluate jobs and their probes). The cost section of
+docs/cost.md quotes this output.
 Usage: python tools/run_costs.py [results/benchmarks]
 """
 
@@ -16,6 +17,8 @@ root = Path(sys.argv[1] if len(sys.argv) > 1 else "results/benchmarks")
 rows = []
 for path in root.rglob("*.tsv"):
     parts = path.relative_to(root).with_suffix("").parts
+    if len(parts) > 1 and parts[1] == "untrained":  # a twin's probes: probes/untrained/arch/task/seedN
+        parts = ("untrained", *parts[2:]) if parts[0] == "probes" else parts
     bench = pd.read_csv(path, sep="\t").iloc[-1]  # the last attempt, the one that produced the output
     per_run = len(parts) == 4  # stage/arch/task/seedN
     rows.append(
@@ -28,7 +31,7 @@ for path in root.rglob("*.tsv"):
         }
     )
 jobs = pd.DataFrame(rows)
-main_stages = ["train", "evaluate", "probes", "interventions", "patching", "conv1d"]
+main_stages = ["train", "untrained", "evaluate", "probes", "interventions", "patching", "conv1d"]
 jobs["group"] = jobs["stage"].where(jobs["stage"].isin(main_stages), "data, tables, figures, claims")
 print("| stage | jobs | CPU s (wall s) |\n| --- | --- | --- |")
 for group, frame in jobs.groupby("group"):
@@ -46,3 +49,5 @@ for arch in train.index.get_level_values("arch").unique():
     print(f"| {arch} | {t.min():.0f}-{t.max():.0f} | {total:.0%} ({s.min():.0%}-{s.max():.0%}) |")
 other = jobs.loc[~jobs["stage"].isin(["train", "interventions"]), "wall_s"].sum()
 print(f"\nneither training nor interventions: {other / train.sum():.1%} of training wall time")
+twins = jobs.loc[jobs["stage"] == "untrained", "wall_s"].sum()
+print(f"untrained twins (saved, evaluated and probed): {twins / jobs['wall_s'].sum():.1%} of all job wall time")

@@ -168,10 +168,11 @@ PROBE_KEYS = ["arch", "task", "seed", "layer", "target", "split", "eval_length"]
 def with_baselines(probes: pd.DataFrame, untrained: pd.DataFrame) -> pd.DataFrame:
     """The trained runs' probe rows with ``untrained_accuracy`` (the probe row of the same
     run, layer, target and readout on the untrained twin) and the gains over it and over
-    ``token_baseline``. Every trained row needs its twin's."""
+    ``token_baseline``. Every row at a length the twins were read at needs its twin's;
+    at other lengths the twin columns are empty."""
     twin = untrained[PROBE_KEYS + ["probe_accuracy"]].rename(columns={"probe_accuracy": "untrained_accuracy"})
     table = probes.merge(twin, on=PROBE_KEYS, how="left", validate="one_to_one")
-    missing = table["untrained_accuracy"].isna()
+    missing = table["untrained_accuracy"].isna() & table["eval_length"].isin(untrained["eval_length"])
     if missing.any():
         first = table.loc[missing, PROBE_KEYS].iloc[0].to_dict()
         raise ValueError(f"{int(missing.sum())} probe rows have no untrained twin, e.g. {first}")

@@ -31,7 +31,7 @@ rule claims:
         CONDA_ENV
     params:
         bootstrap=config["statistics"],
-        scale=run_scale(),
+        scale=settings.run_scale(config, PRETRAINED, PATCHING_TASKS),
         train_length=TRAIN_LENGTH,
     script:
         "../scripts/claims.py"

@@ -1,11 +1,12 @@
-import os
 import re
 import shutil
-from pathlib import Path
 
 from snakemake.utils import validate
 
+from statelayers import settings
+
 validate(config, schema="../schemas/config.schema.yaml")
+settings.check_config(config)
 
 ARCHS = config["architectures"]
 TASKS = config["tasks"]
@@ -19,8 +20,6 @@ PRETRAINED_CONFIG = config["pretrained"]
 PRETRAINED_SOURCES = {
     model["name"]: model["source"] for model in PRETRAINED_CONFIG["models"]
 }
-if len(PRETRAINED_SOURCES) < len(PRETRAINED_CONFIG["models"]):
-    raise ValueError("config: pretrained.models: two models share a name")
 PRETRAINED = list(PRETRAINED_SOURCES) if PRETRAINED_CONFIG["enabled"] else []
 PRETRAINED_SEEDS = PRETRAINED_CONFIG["seeds"]
 PATCHING_TASKS = (
@@ -28,24 +27,6 @@ PATCHING_TASKS = (
     if config["patching"]["enabled"]
     else []
 )
-
-if config["task_params"]["dyck"]["max_depth"] > TRAIN_LENGTH:
-    raise ValueError(
-        f"config: task_params.dyck.max_depth ({config['task_params']['dyck']['max_depth']}) "
-        f"exceeds train_length ({TRAIN_LENGTH}); no training sequence could reach it"
-    )
-
-if TRAIN_LENGTH not in config["eval_lengths"]:
-    raise ValueError(
-        f"config: eval_lengths must include train_length ({TRAIN_LENGTH}): the claims check "
-        "reads whether a run learned its task from its test accuracy at the training length"
-    )
-
-if TRAIN_LENGTH not in config["interventions"]["eval_lengths"]:
-    raise ValueError(
-        f"config: interventions.eval_lengths must include train_length ({TRAIN_LENGTH}): "
-        "readability is compared with necessity at the training length"
-    )
 
 
 wildcard_constraints:
@@ -61,7 +42,9 @@ MODEL_DIR = f"results/models/{RUN}"
 STATES_DIR = f"results/states/{RUN}"
 PROBE_STATES = f"{STATES_DIR}/probe_L{TRAIN_LENGTH}.parquet"
 # Every run's untrained twin (its architecture at the run's initial weights) goes through
-# evaluate and probes too, under this prefix: the probes' untrained baseline.
+# evaluate and probes too, under this prefix: the probes' untrained baseline. Twins are
+# read at the training length only, where the layer profiles are measured (the other
+# lengths would add a third to their cost).
 UNTRAINED_RUN = f"untrained/{RUN}"
 UNTRAINED_MODEL_DIR = f"results/models/{UNTRAINED_RUN}"
 UNTRAINED_STATES_DIR = f"results/states/{UNTRAINED_RUN}"
@@ -128,31 +111,9 @@ def backbone_input(wildcards):
     )
 
 
-def check_pretrained_sources():
-    """Stop before any job when a pretrained model cannot be had: a local source that
-    does not exist, or a hub id while offline (HF_HUB_OFFLINE) that is neither fetched
-    into resources/models/ nor in the Hugging Face cache."""
-    offline = os.environ.get("HF_HUB_OFFLINE", "").lower() in ("1", "true", "yes", "on")
-    for name in PRETRAINED:
-        source = PRETRAINED_SOURCES[name]
-        if Path(backbone_dir(name)).is_dir() or Path(source).expanduser().is_dir():
-            continue
-        if Path(source).is_absolute() or source.startswith((".", "~")):
-            raise ValueError(
-                f"config: pretrained.models.{name}: local directory {source} does not exist"
-            )
-        if offline:
-            from huggingface_hub import try_to_load_from_cache
-
-            if not isinstance(try_to_load_from_cache(source, "config.json"), str):
-                raise ValueError(
-                    f"config: pretrained.models.{name}: {source} is not fetched and HF_HUB_OFFLINE is set; "
-                    f"put a local copy (save_pretrained or `hf download {source} --local-dir DIR`) "
-                    f"in {backbone_dir(name)} or set pretrained.models.{name} to its directory"
-                )
-
-
-check_pretrained_sources()
+settings.check_pretrained_sources(
+    {name: PRETRAINED_SOURCES[name] for name in PRETRAINED}, backbone_dir
+)
 
 
 def model_spec(wildcards):
@@ -176,30 +137,10 @@ def model_spec(wildcards):
 
 
 def train_settings(wildcards):
-    """Shared training settings with the family's, then the architecture's overrides applied
-    (a pretrained model's fine-tuning settings are its own)."""
+    """A run's training settings (statelayers.settings); a pretrained model's fine-tuning ones."""
     if is_pretrained(wildcards):
         return PRETRAINED_CONFIG["training"]
-    training = config["training"]
-    shared = {
-        key: value
-        for key, value in training.items()
-        if key
-        not in (
-            "device",
-            "threads",
-            "mamba_scan",
-            "mamba_backend",
-            "overrides",
-            "protect_checkpoints",
-        )
-    }
-    overrides = training["overrides"]
-    return (
-        shared
-        | overrides.get(family(wildcards.arch), {})
-        | overrides.get(wildcards.arch, {})
-    )
+    return settings.train_settings(config, wildcards.arch)
 
 
 SWEEP = config["sweep"]
@@ -272,11 +213,7 @@ def model_gpu(wildcards):
 
 
 def intervention_settings(wildcards):
-    """The erasure settings of a run (a pretrained model's on its own, fewer, sequences)."""
-    settings = {k: v for k, v in config["interventions"].items() if k != "eval_lengths"}
-    if is_pretrained(wildcards):
-        settings["sequences"] = PRETRAINED_CONFIG["intervention_sequences"]
-    return settings
+    return settings.intervention_settings(config, is_pretrained(wildcards))
 
 
 def stored_test_sequences(wildcards):
@@ -287,11 +224,9 @@ def stored_test_sequences(wildcards):
     )
 
 
-def test_state_files(states_dir=STATES_DIR):
+def test_state_files(states_dir=STATES_DIR, lengths=EVAL_LENGTHS):
     """The test-state files of a run, named ``L<length>`` like the test data."""
-    return {
-        f"L{length}": f"{states_dir}/test_L{length}.parquet" for length in EVAL_LENGTHS
-    }
+    return {f"L{length}": f"{states_dir}/test_L{length}.parquet" for length in lengths}
 
 
 def model_files(wildcards=None, model_dir=MODEL_DIR):
@@ -344,30 +279,6 @@ def check_devices():
 def model_output(path):
     """Model files, write-protected when ``training.protect_checkpoints`` is set."""
     return protected(path) if config["training"]["protect_checkpoints"] else path
-
-
-def run_scale():
-    """One line that says at what scale this run measured, for the claims."""
-    training, model = config["training"], config["model"]
-    scale = (
-        f"{len(SEEDS)} seed{'s' * (len(SEEDS) != 1)}; {len(ARCHS)} architectures x {len(TASKS)} tasks; "
-        f"{model['n_layers']} layers, d_model {model['d_model']}, ~{model['target_params']} parameters; "
-        f"at most {training['max_steps']} steps x batch {training['batch_size']} of fresh sequences "
-        f"at L {TRAIN_LENGTH}, stopping at validation token accuracy {training['target_accuracy']} "
-        f"(two checks in a row, every {training['eval_every']} steps); eval lengths {EVAL_LENGTHS}"
-    )
-    if training["overrides"]:
-        scale += f"; per-architecture settings {training['overrides']}"
-    if PRETRAINED:
-        tuning = PRETRAINED_CONFIG["training"]
-        scale += (
-            f"; pretrained {', '.join(PRETRAINED)} fine-tuned at most {tuning['max_steps']} steps x "
-            f"{tuning['batch_size'] * tuning['grad_accumulation']} sequences, "
-            f"{len(PRETRAINED_SEEDS)} seed{'s' * (len(PRETRAINED_SEEDS) != 1)}"
-        )
-    if PATCHING_TASKS:
-        scale += f"; patching on {config['patching']['pairs']} pairs per run"
-    return scale
 
 
 def final_outputs():

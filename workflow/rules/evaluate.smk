@@ -32,11 +32,11 @@ rule evaluate:
 # in one job (a separate job would start torch once more per run).
 rule untrained:
     input:
-        unpack(test_data(EVAL_LENGTHS)),
+        unpack(test_data([TRAIN_LENGTH])),
         probe=data_file("probe", TRAIN_LENGTH),
     output:
         **model_files(model_dir=UNTRAINED_MODEL_DIR),
-        **test_state_files(UNTRAINED_STATES_DIR),
+        **test_state_files(UNTRAINED_STATES_DIR, [TRAIN_LENGTH]),
         behaviour=f"results/behaviour/{UNTRAINED_RUN}.csv",
         probe_states=UNTRAINED_PROBE_STATES,
     log:

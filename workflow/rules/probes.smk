@@ -21,7 +21,7 @@ rule probes:
 
 use rule probes as probes_untrained with:
     input:
-        **test_state_files(UNTRAINED_STATES_DIR),
+        **test_state_files(UNTRAINED_STATES_DIR, [TRAIN_LENGTH]),
         probe=UNTRAINED_PROBE_STATES,
     output:
         f"results/probes/{UNTRAINED_RUN}.csv",
