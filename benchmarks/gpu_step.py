@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 import yaml
 
-from statelayers.archs import base_arch
+from statelayers.registry import SSM, base_arch
 from statelayers.backends import resolve_backend
 from statelayers.models import build_model, count_parameters, matched_spec
 from statelayers.train import TrainConfig, accumulate_gradients, parameter_groups
@@ -178,7 +178,7 @@ def main() -> None:
             writer.writeheader()
             writer.writerows(rows)
     seconds = {(r["arch"], r["backend"]): r["ms_per_step"] / 1e3 for r in rows if r["status"] == "ok"}
-    for family in ("mamba", "mamba2"):
+    for family in SSM:
         if (family, "torch") in seconds and (family, "cuda") in seconds:
             ratio = seconds[family, "cuda"] / seconds[family, "torch"]
             print(f"{family}: cuda/torch time ratio {ratio:.3f} ({1 / ratio:.1f}x faster on the kernels)")

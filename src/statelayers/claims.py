@@ -68,10 +68,9 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from statelayers.archs import FAMILIES
+from statelayers.registry import FAMILIES, RECURRENT, SSM
 from statelayers.stats import BootstrapConfig, mean_ci, profile_shapes
 
-RECURRENT, SSM = ("lstm", "gru"), ("mamba", "mamba2")
 LEARNED_ACCURACY = 0.95
 """Test token accuracy at the training length from which a run counts as having learned its task."""
 GAIN_PROFILE = "gain_over_untrained"

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from statelayers.archs import NO_CONV
+from statelayers.registry import NO_CONV
 from statelayers.stats import BootstrapConfig, mean_ci
 
 VARIANTS = ("conv", "noconv_trained", "noconv_inference")

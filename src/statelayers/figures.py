@@ -15,17 +15,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from statelayers import io  # noqa: E402
-from statelayers.models import ARCHS  # noqa: E402
+from statelayers.registry import ARCHS, display_name, layer_label, style  # noqa: E402
 
-ARCH_STYLE = {
-    "transformer": ("Transformer", "#1f77b4", "o"),
-    "mamba": ("Mamba", "#d62728", "s"),
-    "mamba2": ("Mamba-2", "#ff7f0e", "D"),
-    "lstm": ("LSTM", "#2ca02c", "^"),
-    "gru": ("GRU", "#9467bd", "v"),
-    "mamba_noconv": ("Mamba w/o Conv1D", "#e377c2", "P"),
-    "mamba2_noconv": ("Mamba-2 w/o Conv1D", "#bcbd22", "X"),
-}
 TASK_TITLE = {"parity": "Parity", "s3": "S3", "dyck": "Dyck", "codedepth": "Code-Depth"}
 
 
@@ -36,7 +27,7 @@ def _ordered(values, order) -> list:
 
 def _seed_lines(ax, frame: pd.DataFrame, x: str, y: str) -> None:
     for arch in _ordered(frame["arch"], ARCHS):
-        label, color, marker = ARCH_STYLE.get(arch, (arch, None, "o"))
+        label, color, marker = style(arch)
         sub = frame[frame["arch"] == arch]
         stats = sub.groupby(x)[y].agg(["mean", "min", "max"]).sort_index()
         ax.plot(stats.index, stats["mean"], marker=marker, color=color, label=label, lw=1.8, ms=5)
@@ -54,7 +45,7 @@ def _layer_ticks(layers: list[int], most: int = 13) -> tuple[list[int], list[str
     step = max(1, -(-len(layers) // most))
     shown = [layer for i, layer in enumerate(layers) if i % step == 0 and len(layers) - 1 - i >= step / 2]
     shown.append(layers[-1])
-    return shown, ["emb" if layer == 0 else f"L{layer - 1}" for layer in shown]
+    return shown, [layer_label(layer) for layer in shown]
 
 
 def _layer_axis(ax, layers: list[int]) -> None:
@@ -192,7 +183,7 @@ def ablation_profiles(ablations: pd.DataFrame, fit_length: int, paths: list[str 
             ax.axhline(0, color="0.3", lw=0.6)
             ax.grid(alpha=0.3)
             if row == 0:
-                ax.set_title(ARCH_STYLE.get(arch, (arch,))[0], fontsize=9)
+                ax.set_title(display_name(arch), fontsize=9)
             if col == 0:
                 ax.set_ylabel(f"{TASK_TITLE.get(task, task)}\naccuracy drop")
             if row == len(tasks) - 1:
@@ -291,7 +282,7 @@ def conv1d(summary: pd.DataFrame, paths: list[str | Path]) -> None:
                     ax.annotate("*", (xi, row["ci_high"]), ha="center", va="bottom")
         ax.axhline(0, color="0.3", lw=0.8)
         ax.set_xticks(range(len(tasks)), [TASK_TITLE.get(t, t) for t in tasks])
-        ax.set_title(ARCH_STYLE.get(family, (family,))[0])
+        ax.set_title(display_name(family))
         ax.grid(alpha=0.3, axis="y")
     axes[0][0].set_ylabel("token accuracy change (pp)")
     axes[0][-1].legend(fontsize=8)
@@ -344,7 +335,7 @@ def patching_heatmaps(table: pd.DataFrame, paths: list[str | Path]) -> None:
             if row == 0:
                 ax.set_title(TASK_TITLE.get(task, task))
             if col == 0:
-                ax.set_ylabel(f"{ARCH_STYLE.get(arch, (arch,))[0]}\nlayer")
+                ax.set_ylabel(f"{display_name(arch)}\nlayer")
             if row == len(archs) - 1:
                 ax.set_xlabel("patched position")
     if image is not None:
@@ -373,7 +364,7 @@ def learning_curves(curves: pd.DataFrame, training: pd.DataFrame, paths: list[st
     for ax, task in zip(axes[0], tasks):
         sub = curves[curves["task"] == task]
         for arch in _ordered(sub["arch"], ARCHS):
-            label, color, marker = ARCH_STYLE.get(arch, (arch, None, "o"))
+            label, color, marker = style(arch)
             for i, (seed, run) in enumerate(sub[sub["arch"] == arch].groupby("seed")):
                 run = run.sort_values("step")
                 style = SEED_STYLES[i % len(SEED_STYLES)]
@@ -425,7 +416,7 @@ def sweep(table: pd.DataFrame, paths: list[str | Path]) -> None:
     for ax, task in zip(axes[0], tasks):
         sub = table[table["task"] == task]
         for arch in _ordered(sub["arch"], ARCHS):
-            label, color, marker = ARCH_STYLE.get(arch, (arch, None, "o"))
+            label, color, marker = style(arch)
             for i, batch in enumerate(batches):
                 points = sub[(sub["arch"] == arch) & (sub["batch_size"] == batch)].sort_values("lr")
                 name = label if len(batches) == 1 else f"{label}, batch {batch}"

@@ -31,7 +31,7 @@ import torch
 from torch import nn
 
 from statelayers import io
-from statelayers.archs import ARCHS, NO_CONV, base_arch
+from statelayers.registry import ARCHS, NO_CONV, RECURRENT, REGISTRY, SSM, base_arch
 
 StateEdit = Callable[[torch.Tensor], torch.Tensor]
 
@@ -192,7 +192,7 @@ class SequenceTagger(nn.Module):
         super().__init__()
         self.spec = spec
         if backbone is None:
-            backbone = RecurrentStack(spec) if spec.arch in ("lstm", "gru") else _hf_backbone(spec)
+            backbone = RecurrentStack(spec) if spec.arch in RECURRENT else _hf_backbone(spec)
         self.backbone = backbone
         self.head = nn.Linear(spec.d_model, spec.num_classes)
         ids = None if spec.token_ids is None else torch.tensor(spec.token_ids)
@@ -273,9 +273,9 @@ def count_parameters(model: nn.Module) -> int:
 
 def match_width(spec: ModelSpec, target: int) -> ModelSpec:
     """Set ``spec.width`` to the knob value whose parameter count is nearest ``target``."""
-    if spec.arch in ("lstm", "gru"):
+    step = REGISTRY[spec.arch].width_step
+    if step is None:
         return spec
-    step = 1 if base_arch(spec.arch) == "mamba2" else 16
     at = {w: count_parameters(SequenceTagger(replace(spec, width=w))) for w in (step, 2 * step)}
     slope = at[2 * step] - at[step]
     ideal = step + (target - at[step]) / slope * step
@@ -320,7 +320,7 @@ def build_model(
     """
     backend = scan = None
     family = base_arch(spec.arch)
-    if family in ("mamba", "mamba2"):
+    if family in SSM:
         from statelayers.backends import use_backend
 
         settings = {**MAMBA_DEFAULTS, **dict(mamba or {})}

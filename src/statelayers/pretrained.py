@@ -32,11 +32,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from statelayers.models import ModelSpec, SequenceTagger, build_model
+from statelayers.registry import PRETRAINED_MODEL_TYPES
 
 log = logging.getLogger(__name__)
 
-MODEL_TYPES = {"gpt_neox": "transformer", "mamba": "mamba", "mamba2": "mamba2"}
-"""transformers ``model_type`` -> the architecture family it belongs to here."""
 
 DYCK_BRACKETS = ("()", "[]", "{}", "<>")
 CODE_CLASS_TEXT = {
@@ -101,10 +100,10 @@ def fetch(name: str, source: str, out_dir: str | Path) -> None:
     out_dir = Path(out_dir)
     try:
         model_type = AutoConfig.from_pretrained(source).model_type
-        if model_type not in MODEL_TYPES:
+        if model_type not in PRETRAINED_MODEL_TYPES:
             raise PretrainedUnavailable(
                 f"pretrained model {name!r} ({source}) is a {model_type!r} model; "
-                f"supported: {', '.join(MODEL_TYPES)}"
+                f"supported: {', '.join(PRETRAINED_MODEL_TYPES)}"
             )
         model = AutoModel.from_pretrained(source, dtype=torch.float32)
         tokenizer = AutoTokenizer.from_pretrained(source)
@@ -138,14 +137,14 @@ def pretrained_spec(pretrained: str, task: str, task_params: Mapping | None = No
     from statelayers.tasks import task_spec
 
     config = AutoConfig.from_pretrained(pretrained)
-    if config.model_type not in MODEL_TYPES:
+    if config.model_type not in PRETRAINED_MODEL_TYPES:
         raise ValueError(f"{pretrained}: unsupported model_type {config.model_type!r}")
     sizes = task_spec(task, task_params)
     ids, added = token_ids(
         AutoTokenizer.from_pretrained(pretrained), symbol_texts(task, task_params), config.vocab_size
     )
     return ModelSpec(
-        MODEL_TYPES[config.model_type],
+        PRETRAINED_MODEL_TYPES[config.model_type],
         sizes.vocab_size,
         sizes.num_classes,
         d_model=config.hidden_size,

@@ -12,17 +12,9 @@ from __future__ import annotations
 import pandas as pd
 
 from statelayers.claims import LEARNED_ACCURACY
+from statelayers.registry import ARCHS, display_name
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
-ARCH_NAMES = {
-    "transformer": "Transformer",
-    "mamba": "Mamba",
-    "mamba2": "Mamba-2",
-    "lstm": "LSTM",
-    "gru": "GRU",
-    "mamba_noconv": "Mamba without Conv1D",
-    "mamba2_noconv": "Mamba-2 without Conv1D",
-}
 VARIANT_NAMES = {"noconv_trained": "trained without", "noconv_inference": "removed at inference"}
 
 
@@ -43,7 +35,7 @@ def behaviour_markdown(summary: pd.DataFrame, metric: str = "token_accuracy") ->
     for (task, arch), group in frame.groupby(["task", "arch"], sort=False):
         cells = group.set_index("eval_length").sort_index()
         row = " | ".join(_cell(cells.loc[length]) for length in lengths)
-        lines.append(f"| {task} | {ARCH_NAMES.get(arch, arch)} | {row} |")
+        lines.append(f"| {task} | {display_name(arch)} | {row} |")
     return "\n".join(lines)
 
 
@@ -70,7 +62,7 @@ def training_markdown(training: pd.DataFrame, behaviour_summary: pd.DataFrame) -
         reached = f"{int(runs['reached'].sum())} of {len(runs)}"
         test = _cell(at_length.loc[(task, arch)]) if (task, arch) in at_length.index else "n/a"
         lines.append(
-            f"| {task} | {ARCH_NAMES.get(arch, arch)} | {steps} | {reached} "
+            f"| {task} | {display_name(arch)} | {steps} | {reached} "
             f"| {runs['validation_token_accuracy'].mean():.3f} | {test} |"
         )
     return "\n".join(lines)
@@ -96,7 +88,7 @@ def sweep_markdown(sweep: pd.DataFrame) -> str:
             cell = f"{row['validation_token_accuracy']:.3f}"
             cell += f" ✓ {row['steps']:.0f}" if row["reached"] == row["seeds"] else ""
             cells.append(f"**{cell}**" if row["chosen"] else cell)
-        lines.append(f"| {task} | {ARCH_NAMES.get(arch, arch)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {task} | {display_name(arch)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -109,7 +101,7 @@ def conv1d_markdown(summary: pd.DataFrame) -> str:
     for row in summary.itertuples():
         p_holm = "n/a" if pd.isna(row.p_holm) else f"{row.p_holm:.3g}" + (" *" if row.significant else "")
         lines.append(
-            f"| {ARCH_NAMES.get(row.family, row.family)} | {row.task} | {VARIANT_NAMES[row.variant]} "
+            f"| {display_name(row.family)} | {row.task} | {VARIANT_NAMES[row.variant]} "
             f"| {row.difference_pp:+.1f} [{row.ci_low:+.1f}, {row.ci_high:+.1f}] | {row.n_seeds} | {p_holm} |"
         )
     return "\n".join(lines)
@@ -130,7 +122,7 @@ def results_section(
 ) -> str:
     """The whole marked section; the Conv1D table only where ``conv1d_summary`` is given,
     the sweep the defaults came from where ``sweep`` is."""
-    order = {name: i for i, name in enumerate(["parity", "s3", "dyck", "codedepth", *ARCH_NAMES])}
+    order = {name: i for i, name in enumerate(["parity", "s3", "dyck", "codedepth", *ARCHS])}
     by_task = lambda frame: frame.sort_values(  # noqa: E731
         ["task", "arch"], key=lambda c: c.map(order).fillna(len(order)), kind="stable"
     )
