@@ -16,7 +16,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
 	$(BIN)/python -m pip install --quiet -e ".[test]"
-	$(BIN)/python -m statelayers.kernels  # compile the CPU kernels into numba's cache once
+	$(BIN)/python -m statelayers.models.kernels  # compile the CPU kernels into numba's cache once
 	touch $@
 
 run: env

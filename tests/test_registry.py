@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from statelayers.registry import ARCHS, FAMILIES, NO_CONV, REGISTRY, base_arch, display_name, layer_label, style
+from statelayers.models.registry import ARCHS, FAMILIES, NO_CONV, REGISTRY, base_arch, display_name, layer_label, style
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,7 +35,7 @@ def test_layer_labels_follow_the_papers_numbering():
     assert [layer_label(layer) for layer in range(4)] == ["emb", "L0", "L1", "L2"]
 
 
-@pytest.mark.parametrize("module", ["statelayers.registry", "statelayers.figures"])
+@pytest.mark.parametrize("module", ["statelayers.models.registry", "statelayers.report.figures"])
 def test_the_module_imports_without_torch(module):
     code = f"import sys, {module}; print('torch' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

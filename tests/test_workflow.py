@@ -16,7 +16,7 @@ import pytest
 import yaml
 from tiny_hf import save_tiny
 
-from statelayers import figures
+from statelayers.report import figures
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]

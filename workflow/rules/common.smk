@@ -5,7 +5,7 @@ from pathlib import Path
 
 from snakemake.utils import validate
 
-from statelayers.registry import NO_CONV, SSM, TRAINING_TIME_ORDER, base_arch
+from statelayers.models.registry import NO_CONV, SSM, TRAINING_TIME_ORDER, base_arch
 
 validate(config, schema="../schemas/config.schema.yaml")
 

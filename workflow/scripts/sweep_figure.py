@@ -2,7 +2,8 @@
 
 import pandas as pd
 
-from statelayers import figures, runtime
+from statelayers.report import figures
+from statelayers import runtime
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])
