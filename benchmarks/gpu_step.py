@@ -35,8 +35,8 @@ from pathlib import Path
 import torch
 import yaml
 
-from statelayers.models.registry import FAMILIES, SSM, base_arch
 from statelayers.models.backends import resolve_backend
+from statelayers.models.registry import FAMILIES, SSM, base_arch
 from statelayers.models.tagger import build_model, count_parameters, matched_spec
 from statelayers.training import TrainConfig, accumulate_gradients, parameter_groups
 

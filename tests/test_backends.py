@@ -14,7 +14,13 @@ import inspect
 import pytest
 import torch
 
-from statelayers.models.backends import KERNEL_FUNCTIONS, KERNEL_PACKAGES, implementation, kernels_importable, use_backend
+from statelayers.models.backends import (
+    KERNEL_FUNCTIONS,
+    KERNEL_PACKAGES,
+    implementation,
+    kernels_importable,
+    use_backend,
+)
 from statelayers.models.causal_conv import causal_conv1d
 from statelayers.models.mamba_scan import selective_scan
 from statelayers.models.spec import ModelSpec

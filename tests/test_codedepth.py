@@ -9,7 +9,17 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from statelayers.tasks.codedepth import VOCAB, CodeTokenError, codesearchnet_corpus, corpus_statistics, file_split, file_tokens, load_corpus, stdlib_corpus, windows
+from statelayers.tasks.codedepth import (
+    VOCAB,
+    CodeTokenError,
+    codesearchnet_corpus,
+    corpus_statistics,
+    file_split,
+    file_tokens,
+    load_corpus,
+    stdlib_corpus,
+    windows,
+)
 
 STRING_PREFIXES = {"r", "u", "b", "f", "br", "rb", "fr", "rf"}
 BRACKETS = {VOCAB.index(c): c for c in "()[]{}"}

@@ -6,10 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from statelayers.report.conv1d import conv1d_summary, conv1d_table, holm, per_seed_differences
 from statelayers.measure.conv1d import inference_behaviour
 from statelayers.models.spec import ModelSpec
 from statelayers.models.tagger import build_model, conv_layers, make_conv_identity
+from statelayers.report.conv1d import conv1d_summary, conv1d_table, holm, per_seed_differences
 from statelayers.training import parameter_groups
 
 OPTIONS = {"mamba": {"state_size": 4}, "mamba2": {"state_size": 8, "head_dim": 8, "chunk_size": 4}}

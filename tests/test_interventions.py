@@ -3,10 +3,20 @@
 import numpy as np
 import torch
 
-from statelayers.measure.interventions import Erasure, InterventionConfig, erasures, inlp, leace, orthonormal_basis, probe_directions, projection, random_subspace
+from statelayers.measure.interventions import (
+    Erasure,
+    InterventionConfig,
+    erasures,
+    inlp,
+    leace,
+    orthonormal_basis,
+    probe_directions,
+    projection,
+    random_subspace,
+)
+from statelayers.measure.probes import ProbeConfig, fit_probe
 from statelayers.models.spec import ModelSpec
 from statelayers.models.tagger import build_model
-from statelayers.measure.probes import ProbeConfig, fit_probe
 
 
 def separable(n_seq=80, length=10, d=12, classes=3, seed=0):
@@ -123,8 +133,8 @@ def test_fit_subsample_takes_whole_sequences_up_to_the_budget():
 
 
 def test_edited_accuracy_from_clean_states_equals_a_full_edited_pass():
-    from statelayers.models.inference import accuracy, predict
     from statelayers.measure.interventions import edited_accuracy
+    from statelayers.models.inference import accuracy, predict
 
     torch.manual_seed(0)
     model = build_model(ModelSpec("gru", 4, 3, d_model=8, n_layers=3)).eval()

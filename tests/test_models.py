@@ -9,7 +9,14 @@ import torch
 
 from statelayers.models.registry import ARCHS
 from statelayers.models.spec import ModelSpec
-from statelayers.models.tagger import build_model, count_parameters, load_model, match_width, matched_spec, save_model
+from statelayers.models.tagger import (
+    build_model,
+    count_parameters,
+    load_model,
+    match_width,
+    matched_spec,
+    save_model,
+)
 from statelayers.report.tables import params_table
 
 TINY = {

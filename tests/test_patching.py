@@ -6,10 +6,10 @@ import pandas as pd
 import pytest
 import torch
 
-from statelayers.tasks import formal
+from statelayers.measure.patching import PositionPatch, corrupted_pairs, patching_rows
 from statelayers.models.spec import ModelSpec
 from statelayers.models.tagger import build_model
-from statelayers.measure.patching import PositionPatch, corrupted_pairs, patching_rows
+from statelayers.tasks import formal
 
 TINY = {"gru": {}, "transformer": {"heads": 2}, "mamba": {"state_size": 4}}
 DYCK = {"k": 3, "max_depth": 4}

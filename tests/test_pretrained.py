@@ -13,9 +13,14 @@ import torch
 from tiny_hf import save_tiny
 
 from statelayers import io
-from statelayers.models.tagger import SequenceTagger, load_model, save_model
-from statelayers.models.pretrained import PretrainedUnavailable, fetch, pretrained_spec, symbol_texts, token_ids
-from statelayers.models.tagger import pretrained_tagger
+from statelayers.models.pretrained import (
+    PretrainedUnavailable,
+    fetch,
+    pretrained_spec,
+    symbol_texts,
+    token_ids,
+)
+from statelayers.models.tagger import SequenceTagger, load_model, pretrained_tagger, save_model
 from statelayers.tasks.formal import generate
 from statelayers.training import TrainConfig, accumulate_gradients, train_checkpoint
 

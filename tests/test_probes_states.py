@@ -7,11 +7,18 @@ import pytest
 import torch
 
 from statelayers import io
-from statelayers.tasks.data import make_split, to_arrays
+from statelayers.measure.probes import (
+    ProbeConfig,
+    control_labels,
+    fit_probe,
+    probe_layers,
+    sequence_split,
+    with_baselines,
+)
+from statelayers.measure.states import layer_states, read_layers, states_table, write_states
 from statelayers.models.spec import ModelSpec
 from statelayers.models.tagger import build_model
-from statelayers.measure.probes import ProbeConfig, control_labels, fit_probe, probe_layers, sequence_split, with_baselines
-from statelayers.measure.states import layer_states, read_layers, states_table, write_states
+from statelayers.tasks.data import make_split, to_arrays
 
 
 def synthetic(n_seq=60, length=20, d=8, classes=3, separable=True, seed=0):

@@ -3,7 +3,16 @@
 import pandas as pd
 import pytest
 
-from statelayers.report.readme import END, START, behaviour_markdown, complete_run, replace_section, results_section, sweep_markdown, training_markdown
+from statelayers.report.readme import (
+    END,
+    START,
+    behaviour_markdown,
+    complete_run,
+    replace_section,
+    results_section,
+    sweep_markdown,
+    training_markdown,
+)
 
 
 def summary():

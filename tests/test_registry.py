@@ -7,7 +7,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from statelayers.models.registry import ARCHS, FAMILIES, NO_CONV, REGISTRY, base_arch, display_name, layer_label, style
+from statelayers.models.registry import (
+    ARCHS,
+    FAMILIES,
+    NO_CONV,
+    REGISTRY,
+    base_arch,
+    display_name,
+    layer_label,
+    line_style,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,8 +35,8 @@ def test_every_architecture_is_built_from_a_family_of_the_registry():
 def test_figures_and_readme_share_one_distinct_display_name_per_architecture():
     names = [display_name(arch) for arch in ARCHS]
     assert len(set(names)) == len(names)
-    assert [style(arch)[0] for arch in ARCHS] == names
-    assert style("pythia-14m") == ("pythia-14m", None, "o")
+    assert [line_style(arch)[0] for arch in ARCHS] == names
+    assert line_style("pythia-14m") == ("pythia-14m", None, "o")
     assert len({REGISTRY[arch].colour for arch in ARCHS}) == len(ARCHS)
 
 

@@ -7,11 +7,16 @@ import pandas as pd
 import pytest
 import torch
 
-from statelayers import io
-from statelayers import training
+from statelayers import io, training
 from statelayers.tasks.codedepth import file_split
 from statelayers.tasks.data import TrainingStream, make_split, split_rng, training_rng
-from statelayers.training import learning_curves, reached_target, train_checkpoint, training_table, untrained_checkpoint
+from statelayers.training import (
+    learning_curves,
+    reached_target,
+    train_checkpoint,
+    training_table,
+    untrained_checkpoint,
+)
 
 SPEC = {
     "arch": "gru",

@@ -46,9 +46,9 @@ from transformers import get_wsd_schedule
 
 from statelayers import io
 from statelayers.models.inference import accuracy
-from statelayers.tasks.data import TrainingStream, to_arrays, training_rng
 from statelayers.models.tagger import SequenceTagger, build_model, count_parameters, matched_spec, save_model
 from statelayers.runtime import resolve_device
+from statelayers.tasks.data import TrainingStream, to_arrays, training_rng
 
 log = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ from statelayers.models.inference import predict, scores
 from statelayers.models.tagger import SequenceTagger
 from statelayers.tasks.data import to_arrays
 
+
 def behaviour_row(length: int, predicted: np.ndarray, labels: np.ndarray) -> dict:
     token_accuracy, sequence_accuracy = scores(predicted, labels)
     return {

@@ -11,10 +11,10 @@ from pathlib import Path
 
 from statelayers import io
 from statelayers.measure.behaviour import behaviour_row
-from statelayers.models.inference import predict
-from statelayers.tasks.data import to_arrays
-from statelayers.models.tagger import SequenceTagger
 from statelayers.measure.states import head, states_table, write_states
+from statelayers.models.inference import predict
+from statelayers.models.tagger import SequenceTagger
+from statelayers.tasks.data import to_arrays
 
 
 def evaluate_run(

@@ -170,4 +170,3 @@ def pretrained_backbone(spec: ModelSpec, with_weights: bool = True):
         rows = backbone.config.vocab_size + spec.added_tokens
         backbone.resize_token_embeddings(rows, mean_resizing=with_weights)
     return backbone
-

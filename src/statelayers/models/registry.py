@@ -68,7 +68,7 @@ def display_name(arch: str) -> str:
     return REGISTRY[arch].display if arch in REGISTRY else arch
 
 
-def style(arch: str) -> tuple[str, str | None, str]:
+def line_style(arch: str) -> tuple[str, str | None, str]:
     """(label, colour, marker) of ``arch``'s lines; matplotlib's next colour when unknown."""
     if arch not in REGISTRY:
         return arch, None, "o"

@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from statelayers import io  # noqa: E402
-from statelayers.models.registry import ARCHS, display_name, layer_label, style  # noqa: E402
+from statelayers.models.registry import ARCHS, display_name, layer_label, line_style  # noqa: E402
 
 TASK_TITLE = {"parity": "Parity", "s3": "S3", "dyck": "Dyck", "codedepth": "Code-Depth"}
 
@@ -27,7 +27,7 @@ def _ordered(values, order) -> list:
 
 def _seed_lines(ax, frame: pd.DataFrame, x: str, y: str) -> None:
     for arch in _ordered(frame["arch"], ARCHS):
-        label, color, marker = style(arch)
+        label, color, marker = line_style(arch)
         sub = frame[frame["arch"] == arch]
         stats = sub.groupby(x)[y].agg(["mean", "min", "max"]).sort_index()
         ax.plot(stats.index, stats["mean"], marker=marker, color=color, label=label, lw=1.8, ms=5)
@@ -364,7 +364,7 @@ def learning_curves(curves: pd.DataFrame, training: pd.DataFrame, paths: list[st
     for ax, task in zip(axes[0], tasks):
         sub = curves[curves["task"] == task]
         for arch in _ordered(sub["arch"], ARCHS):
-            label, color, marker = style(arch)
+            label, color, marker = line_style(arch)
             for i, (seed, run) in enumerate(sub[sub["arch"] == arch].groupby("seed")):
                 run = run.sort_values("step")
                 style = SEED_STYLES[i % len(SEED_STYLES)]
@@ -416,7 +416,7 @@ def sweep(table: pd.DataFrame, paths: list[str | Path]) -> None:
     for ax, task in zip(axes[0], tasks):
         sub = table[table["task"] == task]
         for arch in _ordered(sub["arch"], ARCHS):
-            label, color, marker = style(arch)
+            label, color, marker = line_style(arch)
             for i, batch in enumerate(batches):
                 points = sub[(sub["arch"] == arch) & (sub["batch_size"] == batch)].sort_values("lr")
                 name = label if len(batches) == 1 else f"{label}, batch {batch}"

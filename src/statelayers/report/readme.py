@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from statelayers.report.claims import LEARNED_ACCURACY
 from statelayers.models.registry import ARCHS, display_name
+from statelayers.report.claims import LEARNED_ACCURACY
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 VARIANT_NAMES = {"noconv_trained": "trained without", "noconv_inference": "removed at inference"}

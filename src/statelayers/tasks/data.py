@@ -119,8 +119,8 @@ def make_split(
     """``n`` sequences of one split; Code-Depth cuts them from the ``corpus`` Parquet file."""
     rng = split_rng(seed, task, split, length)
     if task == "codedepth":
-        from statelayers.tasks import codedepth
         from statelayers import io
+        from statelayers.tasks import codedepth
 
         if corpus is None:
             raise ValueError("codedepth data needs the corpus file")

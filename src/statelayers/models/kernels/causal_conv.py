@@ -33,8 +33,8 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from statelayers.models.kernels.threads import use_torch_threads
 from statelayers.models.kernels.elementwise import FASTMATH, silu, silu_grad
+from statelayers.models.kernels.threads import use_torch_threads
 
 ACTIVATIONS = (None, "silu", "swish")
 

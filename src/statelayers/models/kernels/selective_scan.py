@@ -39,8 +39,8 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from statelayers.models.kernels.threads import use_torch_threads
 from statelayers.models.kernels.elementwise import FASTMATH, exp, sigmoid, silu, silu_grad, softplus, zero
+from statelayers.models.kernels.threads import use_torch_threads
 
 BLOCK = 64
 """Channels per work item: the state block (n x 64 floats) and its history stay in cache."""

@@ -38,8 +38,8 @@ import numpy as np
 import torch
 from numba import njit, prange
 
-from statelayers.models.kernels.threads import use_torch_threads
 from statelayers.models.kernels.elementwise import FASTMATH, exp, sigmoid, softplus, zero
+from statelayers.models.kernels.threads import use_torch_threads
 
 
 @njit(inline="always")
