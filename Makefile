@@ -1,4 +1,5 @@
-# Two entry points: `make run` (the default study) and `make test` (the suite).
+# Two entry points: `make run` (the default study) and `make test` (the suite; `make test-fast`
+# runs its unit tier only: no end-to-end workflow and no Slurm tests).
 # Both create .venv on first use. TORCH pins the torch build installed first; the
 # default 2.13.0 matches a local CPU wheel here; set TORCH=torch for the newest release.
 PYTHON ?= python3
@@ -7,7 +8,7 @@ TORCH ?= torch==2.13.0
 CORES ?= all
 BIN := $(VENV)/bin
 
-.PHONY: env run test test-slurm lint
+.PHONY: env run test test-fast test-slurm lint
 
 env: $(VENV)/.installed
 
@@ -16,7 +17,7 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet "$(TORCH)"
 	$(BIN)/python -m pip install --quiet -e ".[test]"
-	$(BIN)/python -m statelayers.kernels  # compile the CPU kernels into numba's cache once
+	$(BIN)/python -m statelayers.models.kernels  # compile the CPU kernels into numba's cache once
 	touch $@
 
 run: env
@@ -24,6 +25,9 @@ run: env
 
 test: env
 	$(BIN)/python -m pytest -q
+
+test-fast: env
+	$(BIN)/python -m pytest -q -m "not workflow and not slurm"
 
 # Rewrite README.md's results section from the last complete run in this directory.
 readme-results: env

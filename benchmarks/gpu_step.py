@@ -2,12 +2,12 @@
 
 Usage: ``python benchmarks/gpu_step.py [--device cuda] [--steps 30] [--warmup 3] [--csv PATH]``
 
-The step is the workflow's (:func:`statelayers.train.accumulate_gradients`, gradient
-clipping, AdamW over :func:`statelayers.train.parameter_groups`) with config/paper.yaml's
+The step is the workflow's (:func:`statelayers.training.accumulate_gradients`, gradient
+clipping, AdamW over :func:`statelayers.training.parameter_groups`) with config/paper.yaml's
 training settings (batch 64) laid over config/config.yaml, on the workflow's models
 (d_model 128, 4 layers, each width matched to 830K parameters, the config's options per
 architecture) and random tokens of ``train_length`` 40 with parity's vocabulary. Rows:
-Mamba and Mamba-2 under the ``torch`` and ``cuda`` backends (:mod:`statelayers.backends`),
+Mamba and Mamba-2 under the ``torch`` and ``cuda`` backends (:mod:`statelayers.models.backends`),
 then the Transformer, LSTM and GRU. Warm-up steps come first (the allocator, cuDNN, and
 Triton compiling Mamba-2's kernels on their first call; tools/gpu_check.sh sets
 MAMBA_DETERMINISTIC=1 so that it compiles one configuration per kernel), and
@@ -35,20 +35,15 @@ from pathlib import Path
 import torch
 import yaml
 
-from statelayers.archs import base_arch
-from statelayers.backends import resolve_backend
-from statelayers.models import build_model, count_parameters, matched_spec
-from statelayers.train import TrainConfig, accumulate_gradients, parameter_groups
+from statelayers.models.backends import resolve_backend
+from statelayers.models.registry import FAMILIES, SSM, base_arch
+from statelayers.models.tagger import build_model, count_parameters, matched_spec
+from statelayers.training import TrainConfig, accumulate_gradients, parameter_groups
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 ROWS = (
-    ("mamba", "torch"),
-    ("mamba", "cuda"),
-    ("mamba2", "torch"),
-    ("mamba2", "cuda"),
-    ("transformer", None),
-    ("lstm", None),
-    ("gru", None),
+    *((family, backend) for family in SSM for backend in ("torch", "cuda")),
+    *((family, None) for family in FAMILIES if family not in SSM),
 )
 """(architecture, Mamba backend); ``None`` where the architecture has no backend."""
 TASK = "parity"
@@ -103,7 +98,7 @@ def step_seconds(
     tokens = torch.randint(0, spec.vocab_size, shape, device=device)
     labels = torch.randint(0, spec.num_classes, shape, device=device)
 
-    def step() -> None:  # what statelayers.train.train does per step, without the schedule
+    def step() -> None:  # what statelayers.training.train does per step, without the schedule
         optimizer.zero_grad(set_to_none=True)
         accumulate_gradients(model, tokens, labels, settings, device)
         torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
@@ -178,7 +173,7 @@ def main() -> None:
             writer.writeheader()
             writer.writerows(rows)
     seconds = {(r["arch"], r["backend"]): r["ms_per_step"] / 1e3 for r in rows if r["status"] == "ok"}
-    for family in ("mamba", "mamba2"):
+    for family in SSM:
         if (family, "torch") in seconds and (family, "cuda") in seconds:
             ratio = seconds[family, "cuda"] / seconds[family, "torch"]
             print(f"{family}: cuda/torch time ratio {ratio:.3f} ({1 / ratio:.1f}x faster on the kernels)")

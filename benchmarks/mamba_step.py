@@ -5,9 +5,9 @@ Usage: ``python benchmarks/mamba_step.py [--threads 1 2] [--steps 8] [--repeats 
 
 The models are the workflow's (``model`` in config/config.yaml: 4 layers, d_model 128,
 parameter-matched to 830K, Mamba-2 with its state size, head size and chunk), one
-AdamW step of :mod:`statelayers.train` on a batch of 64 parity sequences of length 40.
+AdamW step of :mod:`statelayers.training` on a batch of 64 parity sequences of length 40.
 Rows: the LSTM; Mamba and Mamba-2 with the ``fast`` path (the fused numba kernels of
-:mod:`statelayers.kernels`); both on the path ``fast`` takes without numba, which was
+:mod:`statelayers.models.kernels`); both on the path ``fast`` takes without numba, which was
 ``fast`` on CPU before the kernels (this package's PyTorch scan and shifted-add
 convolution; transformers' chunked scan for Mamba-2); both with transformers' PyTorch
 code (``reference``); and Mamba with its scan replaced by the
@@ -16,7 +16,7 @@ transformers' mixer (projections, Conv1D, activations). Rounds are interleaved a
 fastest of each row kept; the reference rows run once (10-300 x slower, their noise
 does not matter). ``--csv`` writes ``model, threads, ms_per_step, ratio_to_lstm``.
 
-``--compile`` times ``python -m statelayers.kernels`` (a process that imports torch and
+``--compile`` times ``python -m statelayers.models.kernels`` (a process that imports torch and
 numba and runs each kernel forward and backward once) with an empty numba cache, then
 with the cache that run left: the first-call cost of a job on a cold and a warm cache.
 ``--profile MODEL`` prints torch.profiler's top operations of that row's step (where
@@ -43,9 +43,9 @@ import torch.nn.functional as F
 import yaml
 from transformers.models.mamba import modeling_mamba
 
-from statelayers import causal_conv, mamba_scan
-from statelayers.models import build_model, matched_spec
-from statelayers.train import TrainConfig, accumulate_gradients, parameter_groups
+from statelayers.models import causal_conv, mamba_scan
+from statelayers.models.tagger import build_model, matched_spec
+from statelayers.training import TrainConfig, accumulate_gradients, parameter_groups
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
 ROWS = {
@@ -90,7 +90,7 @@ def make_step(arch: str, scan: str, batch: int = 64, length: int = 40):
     tokens = torch.randint(0, spec.vocab_size, (batch, length))
     labels = torch.randint(0, spec.num_classes, (batch, length))
 
-    def step() -> None:  # what statelayers.train.train does per step, without the schedule
+    def step() -> None:  # what statelayers.training.train does per step, without the schedule
         with contextlib.ExitStack() as stack:
             if scan == "pytorch":
                 for module in (mamba_scan, causal_conv):
@@ -133,7 +133,7 @@ def time_rows(threads: int, steps: int, repeats: int) -> pd.DataFrame:
 
 
 def first_call_seconds() -> dict[str, float]:
-    """Seconds of ``python -m statelayers.kernels`` (start-up with torch and numba, then
+    """Seconds of ``python -m statelayers.models.kernels`` (start-up with torch and numba, then
     one forward and backward of each kernel), with an empty numba cache and then with
     the cache that run left."""
     times = {}
@@ -141,7 +141,7 @@ def first_call_seconds() -> dict[str, float]:
         for state in ("cold cache", "warm cache"):
             start = time.perf_counter()
             subprocess.run(
-                [sys.executable, "-m", "statelayers.kernels"],
+                [sys.executable, "-m", "statelayers.models.kernels"],
                 env={**os.environ, "NUMBA_CACHE_DIR": cache},
                 check=True,
                 capture_output=True,
@@ -157,7 +157,7 @@ def exp_nanoseconds(elements: int = 1 << 22, repeats: int = 20) -> dict[str, flo
     import numpy as np
     from numba import njit
 
-    from statelayers.kernels.elementwise import FASTMATH, exp
+    from statelayers.models.kernels.elementwise import FASTMATH, exp
 
     @njit(fastmath=FASTMATH)
     def vectorised(dt, A, out):
@@ -214,7 +214,7 @@ def main() -> None:
             print(f"exp(dt * A), {name}: {ns:.3f} ns per element")
     if args.compile:
         for state, seconds in first_call_seconds().items():
-            print(f"python -m statelayers.kernels, {state}: {seconds:.2f} s")
+            print(f"python -m statelayers.models.kernels, {state}: {seconds:.2f} s")
     if args.profile:
         for threads in args.threads:
             profile(args.profile, threads, args.steps)

@@ -14,16 +14,17 @@ import inspect
 import pytest
 import torch
 
-from statelayers.backends import (
+from statelayers.models.backends import (
     KERNEL_FUNCTIONS,
     KERNEL_PACKAGES,
     implementation,
     kernels_importable,
     use_backend,
 )
-from statelayers.causal_conv import causal_conv1d
-from statelayers.mamba_scan import selective_scan
-from statelayers.models import ModelSpec, build_model
+from statelayers.models.causal_conv import causal_conv1d
+from statelayers.models.mamba_scan import selective_scan
+from statelayers.models.spec import ModelSpec
+from statelayers.models.tagger import build_model
 
 OPTIONS = {"mamba": {"state_size": 8}, "mamba2": {"state_size": 16, "head_dim": 8, "chunk_size": 8}}
 ARCHS = ["mamba", "mamba2", "mamba_noconv", "mamba2_noconv"]

@@ -7,7 +7,7 @@ import pytest
 import torch
 from transformers.models.mamba import modeling_mamba
 
-from statelayers.causal_conv import causal_conv1d, torch_causal_conv1d
+from statelayers.models.causal_conv import causal_conv1d, torch_causal_conv1d
 
 REFERENCE_CONV = inspect.unwrap(modeling_mamba.causal_conv1d_fn)
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from statelayers.claims import LEARNED_ACCURACY, check_claims, claims_markdown, learned_runs
+from statelayers.report.claims import LEARNED_ACCURACY, check_claims, claims_markdown, learned_runs
 
 ARCHS = ["transformer", "mamba", "mamba2", "lstm", "gru"]
 SEEDS = [0, 1, 2, 3]

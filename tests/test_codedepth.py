@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from statelayers.codedepth import (
+from statelayers.tasks.codedepth import (
     VOCAB,
     CodeTokenError,
     codesearchnet_corpus,

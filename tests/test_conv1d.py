@@ -6,9 +6,11 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from statelayers.conv1d import conv1d_summary, conv1d_table, holm, inference_behaviour, per_seed_differences
-from statelayers.models import ModelSpec, build_model, conv_layers, make_conv_identity
-from statelayers.train import parameter_groups
+from statelayers.measure.conv1d import inference_behaviour
+from statelayers.models.spec import ModelSpec
+from statelayers.models.tagger import build_model, conv_layers, make_conv_identity
+from statelayers.report.conv1d import conv1d_summary, conv1d_table, holm, per_seed_differences
+from statelayers.training import parameter_groups
 
 OPTIONS = {"mamba": {"state_size": 4}, "mamba2": {"state_size": 8, "head_dim": 8, "chunk_size": 4}}
 
@@ -42,8 +44,8 @@ def recorded_conv_calls(monkeypatch, family):
 @pytest.mark.parametrize("mode", ["train", "eval"])
 def test_the_twins_convolution_is_the_identity_on_every_path(monkeypatch, family, mode, backend, scan):
     """Every convolution there is: this package's and transformers' PyTorch ones, the kernel."""
-    from statelayers.backends import kernels_importable
-    from statelayers.causal_conv import causal_conv1d
+    from statelayers.models.backends import kernels_importable
+    from statelayers.models.causal_conv import causal_conv1d
 
     if backend == "cuda" and not (torch.cuda.is_available() and kernels_importable()):
         pytest.skip("needs CUDA and mamba-ssm + causal-conv1d")
@@ -82,7 +84,7 @@ def test_a_frozen_identity_convolution_survives_training_steps():
 
 def test_inference_ablation_changes_only_the_convolutions(tmp_path):
     from statelayers import io
-    from statelayers.data import make_split
+    from statelayers.tasks.data import make_split
 
     model = tiny("mamba").eval()
     others = {k: v.clone() for k, v in model.state_dict().items() if "conv1d" not in k}

@@ -11,8 +11,8 @@ import pytest
 import torch
 from test_mamba_scan import scan_inputs
 
-from statelayers.backends import kernels_importable
-from statelayers.mamba_scan import REFERENCE_SCAN, selective_scan
+from statelayers.models.backends import kernels_importable
+from statelayers.models.mamba_scan import REFERENCE_SCAN, selective_scan
 
 CUDA = torch.cuda.is_available() and kernels_importable()
 

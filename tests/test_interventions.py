@@ -3,7 +3,7 @@
 import numpy as np
 import torch
 
-from statelayers.interventions import (
+from statelayers.measure.interventions import (
     Erasure,
     InterventionConfig,
     erasures,
@@ -14,8 +14,9 @@ from statelayers.interventions import (
     projection,
     random_subspace,
 )
-from statelayers.models import ModelSpec, build_model
-from statelayers.probes import ProbeConfig, fit_probe
+from statelayers.measure.probes import ProbeConfig, fit_probe
+from statelayers.models.spec import ModelSpec
+from statelayers.models.tagger import build_model
 
 
 def separable(n_seq=80, length=10, d=12, classes=3, seed=0):
@@ -121,7 +122,7 @@ def test_erasure_is_an_affine_map_like_leace():
 
 
 def test_fit_subsample_takes_whole_sequences_up_to_the_budget():
-    from statelayers.interventions import sequence_subsample
+    from statelayers.measure.interventions import sequence_subsample
 
     groups = np.repeat(np.arange(50), 10)
     kept = sequence_subsample(groups, 205, seed=0)
@@ -132,8 +133,8 @@ def test_fit_subsample_takes_whole_sequences_up_to_the_budget():
 
 
 def test_edited_accuracy_from_clean_states_equals_a_full_edited_pass():
-    from statelayers.behaviour import accuracy, predict
-    from statelayers.interventions import edited_accuracy
+    from statelayers.measure.interventions import edited_accuracy
+    from statelayers.models.inference import accuracy, predict
 
     torch.manual_seed(0)
     model = build_model(ModelSpec("gru", 4, 3, d_model=8, n_layers=3)).eval()

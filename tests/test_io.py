@@ -4,7 +4,8 @@ import pandas as pd
 import pytest
 
 from statelayers import io
-from statelayers.models import ModelSpec, build_model, load_model, save_model
+from statelayers.models.spec import ModelSpec
+from statelayers.models.tagger import build_model, load_model, save_model
 
 
 def test_failed_write_leaves_nothing_behind(tmp_path):

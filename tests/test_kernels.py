@@ -14,10 +14,10 @@ import torch
 import torch.nn.functional as F
 from numba import njit
 
-from statelayers.kernels.elementwise import FASTMATH, exp, sigmoid, softplus
-from statelayers.kernels.selective_scan import selective_scan_fn
-from statelayers.kernels.ssd import mamba_chunk_scan_combined
-from statelayers.mamba_scan import REFERENCE_CHUNK_SCAN, REFERENCE_SCAN
+from statelayers.models.kernels.elementwise import FASTMATH, exp, sigmoid, softplus
+from statelayers.models.kernels.selective_scan import selective_scan_fn
+from statelayers.models.kernels.ssd import mamba_chunk_scan_combined
+from statelayers.models.mamba_scan import REFERENCE_CHUNK_SCAN, REFERENCE_SCAN
 
 
 def mamba_inputs(batch=3, channels=70, length=11, state=4, dtype=torch.float32, seed=0):
@@ -236,7 +236,7 @@ def test_a_jobs_thread_count_sizes_numbas_pool_before_the_kernels_import_numba()
         "runtime.start(None, 1)\n"
         "import sys, torch\n"
         "assert 'numba' not in sys.modules\n"
-        "from statelayers.mamba_scan import selective_scan\n"
+        "from statelayers.models.mamba_scan import selective_scan\n"
         "r = torch.randn\n"
         "selective_scan(r(2, 8, 5), r(2, 8, 5), -r(8, 4).abs(), r(2, 4, 5), r(2, 4, 5))\n"
         "import numba\n"

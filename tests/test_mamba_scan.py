@@ -4,9 +4,10 @@ transformers' reference in values and gradients, also inside whole models."""
 import pytest
 import torch
 
-from statelayers.backends import use_backend
-from statelayers.mamba_scan import REFERENCE_SCAN, SelectiveScan, selective_scan, torch_selective_scan
-from statelayers.models import ModelSpec, build_model
+from statelayers.models.backends import use_backend
+from statelayers.models.mamba_scan import REFERENCE_SCAN, SelectiveScan, selective_scan, torch_selective_scan
+from statelayers.models.spec import ModelSpec
+from statelayers.models.tagger import build_model
 
 
 def scan_inputs(batch=3, d_inner=5, length=11, state=4):

@@ -7,17 +7,17 @@ from dataclasses import replace
 import pytest
 import torch
 
-from statelayers.models import (
-    ARCHS,
-    ModelSpec,
+from statelayers.models.registry import ARCHS
+from statelayers.models.spec import ModelSpec
+from statelayers.models.tagger import (
     build_model,
     count_parameters,
     load_model,
     match_width,
     matched_spec,
-    params_table,
     save_model,
 )
+from statelayers.report.tables import params_table
 
 TINY = {
     "transformer": {"heads": 2},

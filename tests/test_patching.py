@@ -6,9 +6,10 @@ import pandas as pd
 import pytest
 import torch
 
-from statelayers import tasks
-from statelayers.models import ModelSpec, build_model
-from statelayers.patching import PositionPatch, corrupted_pairs, patching_rows
+from statelayers.measure.patching import PositionPatch, corrupted_pairs, patching_rows
+from statelayers.models.spec import ModelSpec
+from statelayers.models.tagger import build_model
+from statelayers.tasks import formal
 
 TINY = {"gru": {}, "transformer": {"heads": 2}, "mamba": {"state_size": 4}}
 DYCK = {"k": 3, "max_depth": 4}
@@ -16,7 +17,7 @@ DYCK = {"k": 3, "max_depth": 4}
 
 def tiny(arch: str, task: str, params=None, n_layers: int = 2) -> torch.nn.Module:
     """An untrained tagger whose head is scaled up, so logit gaps are far above rounding."""
-    spec = tasks.task_spec(task, params)
+    spec = formal.task_spec(task, params)
     torch.manual_seed(0)
     model = build_model(
         ModelSpec(arch, spec.vocab_size, spec.num_classes, d_model=16, n_layers=n_layers, options=TINY[arch])
@@ -37,9 +38,9 @@ def reference_labels(task: str, sequence, k: int = 3) -> list[int]:
     elif task == "s3":
         state = (0, 1, 2)
         for x in sequence:
-            p = tasks.S3_ELEMENTS[x]
+            p = formal.S3_ELEMENTS[x]
             state = tuple(p[state[i]] for i in range(3))  # x_t after everything before it
-            labels.append(tasks.S3_ELEMENTS.index(state))
+            labels.append(formal.S3_ELEMENTS.index(state))
     else:
         stack = []
         for x in sequence:
@@ -54,7 +55,7 @@ def reference_labels(task: str, sequence, k: int = 3) -> list[int]:
 
 def make_pairs(task: str, params=None, n: int = 60, length: int = 12, n_pairs: int = 40, earliest: int = 3):
     rng = np.random.default_rng(1)
-    data = tasks.generate(task, n, length, rng, params)
+    data = formal.generate(task, n, length, rng, params)
     return data, corrupted_pairs(task, data["tokens"], data["labels"], params, n_pairs, earliest, rng)
 
 
@@ -99,12 +100,12 @@ def test_pairs_are_refused_where_undefined():
     tokens = np.zeros((3, 6), dtype=np.int64)
     with pytest.raises(ValueError, match="codedepth"):
         corrupted_pairs("codedepth", tokens, tokens, None, 2, 1, np.random.default_rng(0))
-    data = tasks.generate("parity", 5, 6, np.random.default_rng(0))
+    data = formal.generate("parity", 5, 6, np.random.default_rng(0))
     with pytest.raises(ValueError, match="parity"):  # no later position to measure at
         corrupted_pairs("parity", data["tokens"], data["labels"], None, 2, 5, np.random.default_rng(0))
     with pytest.raises(ValueError, match="parity: the labels disagree"):
         corrupted_pairs("parity", data["tokens"], 1 - data["labels"], None, 2, 1, np.random.default_rng(0))
-    one_type = tasks.generate("dyck", 5, 6, np.random.default_rng(0), {"k": 1})
+    one_type = formal.generate("dyck", 5, 6, np.random.default_rng(0), {"k": 1})
     with pytest.raises(ValueError, match="dyck"):
         corrupted_pairs(
             "dyck", one_type["tokens"], one_type["labels"], {"k": 1}, 2, 0, np.random.default_rng(0)
@@ -231,7 +232,7 @@ def test_batched_resumed_patching_equals_one_plain_forward_per_patch(arch):
 
 
 def test_patching_heatmaps_writes_a_figure(tmp_path):
-    from statelayers.figures import patching_heatmaps
+    from statelayers.report.figures import patching_heatmaps
 
     frames = []
     for arch in ("gru", "mamba"):

@@ -13,17 +13,16 @@ import torch
 from tiny_hf import save_tiny
 
 from statelayers import io
-from statelayers.models import SequenceTagger, load_model, save_model
-from statelayers.pretrained import (
+from statelayers.models.pretrained import (
     PretrainedUnavailable,
     fetch,
     pretrained_spec,
-    pretrained_tagger,
     symbol_texts,
     token_ids,
 )
-from statelayers.tasks import generate
-from statelayers.train import TrainConfig, accumulate_gradients, train_checkpoint
+from statelayers.models.tagger import SequenceTagger, load_model, pretrained_tagger, save_model
+from statelayers.tasks.formal import generate
+from statelayers.training import TrainConfig, accumulate_gradients, train_checkpoint
 
 
 @pytest.fixture(scope="module", params=["gpt_neox", "mamba", "mamba2"])
@@ -86,7 +85,10 @@ def test_an_unsupported_architecture_is_refused_with_its_name(tmp_path):
 
 
 def test_offline_fetch_names_the_model_and_says_how_to_provide_it(tmp_path):
-    code = "from statelayers.pretrained import fetch; fetch('pythia-x', 'EleutherAI/no-such-model', 'out')"
+    code = (
+        "from statelayers.models.pretrained import fetch; "
+        "fetch('pythia-x', 'EleutherAI/no-such-model', 'out')"
+    )
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     result = subprocess.run(
         [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True

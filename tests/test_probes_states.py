@@ -7,9 +7,7 @@ import pytest
 import torch
 
 from statelayers import io
-from statelayers.data import make_split, to_arrays
-from statelayers.models import ModelSpec, build_model
-from statelayers.probes import (
+from statelayers.measure.probes import (
     ProbeConfig,
     control_labels,
     fit_probe,
@@ -17,7 +15,10 @@ from statelayers.probes import (
     sequence_split,
     with_baselines,
 )
-from statelayers.states import layer_states, read_layers, states_table, write_states
+from statelayers.measure.states import layer_states, read_layers, states_table, write_states
+from statelayers.models.spec import ModelSpec
+from statelayers.models.tagger import build_model
+from statelayers.tasks.data import make_split, to_arrays
 
 
 def synthetic(n_seq=60, length=20, d=8, classes=3, separable=True, seed=0):
@@ -164,5 +165,10 @@ def test_a_probe_row_without_its_untrained_twin_is_an_error_at_the_twins_lengths
         with_baselines(rows, rows[rows["layer"] == 0])
     longer = rows.assign(split="test", eval_length=16)  # a length the twins were not read at
     table = with_baselines(pd.concat([rows, longer], ignore_index=True), rows)
-    assert table.loc[table["eval_length"] == 16, ["untrained_accuracy", "gain_over_untrained"]].isna().all().all()
+    assert (
+        table.loc[table["eval_length"] == 16, ["untrained_accuracy", "gain_over_untrained"]]
+        .isna()
+        .all()
+        .all()
+    )
     assert (table.loc[table["eval_length"] == 8, "gain_over_untrained"] == 0).all()

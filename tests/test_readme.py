@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from statelayers.readme import (
+from statelayers.report.readme import (
     END,
     START,
     behaviour_markdown,

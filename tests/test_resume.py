@@ -11,9 +11,9 @@ import pandas as pd
 import pytest
 import torch
 
-from statelayers import io, train
-from statelayers.data import make_split
-from statelayers.train import ResumeFile, train_checkpoint
+from statelayers import io, training
+from statelayers.tasks.data import make_split
+from statelayers.training import ResumeFile, train_checkpoint
 
 SPEC = {
     "arch": "lstm",
@@ -67,7 +67,7 @@ def run_training(data, out, resume_every):
 def run_until_killed(data, out):
     """Train, saving the resume state as often as it can, and SIGKILL this process in the
     middle of step KILL_AT (between two validation checks, some steps after the last save)."""
-    step, calls = train.accumulate_gradients, []
+    step, calls = training.accumulate_gradients, []
 
     def step_then_die(*args, **kwargs):
         calls.append(1)
@@ -75,7 +75,7 @@ def run_until_killed(data, out):
             os.kill(os.getpid(), signal.SIGKILL)
         return step(*args, **kwargs)
 
-    train.accumulate_gradients = step_then_die
+    training.accumulate_gradients = step_then_die
     run_training(data, out, resume_every=0.0)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from statelayers.stats import PROFILE_GAINS, BootstrapConfig, mean_ci, profile_shapes, summarize
+from statelayers.report.stats import PROFILE_GAINS, BootstrapConfig, mean_ci, profile_shapes, summarize
 
 
 def test_interval_contains_the_mean_and_narrows_with_more_seeds():

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from statelayers.data import make_split, split_rng, to_arrays
-from statelayers.tasks import S3_ELEMENTS, depth_histogram, generate, task_spec
+from statelayers.tasks.data import make_split, split_rng, to_arrays
+from statelayers.tasks.formal import S3_ELEMENTS, depth_histogram, generate, task_spec
 
 
 def compose(a: tuple, b: tuple) -> tuple:

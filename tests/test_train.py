@@ -7,11 +7,10 @@ import pandas as pd
 import pytest
 import torch
 
-from statelayers import io
-from statelayers import train as train_module
-from statelayers.codedepth import file_split
-from statelayers.data import TrainingStream, make_split, split_rng, training_rng
-from statelayers.train import (
+from statelayers import io, training
+from statelayers.tasks.codedepth import file_split
+from statelayers.tasks.data import TrainingStream, make_split, split_rng, training_rng
+from statelayers.training import (
     learning_curves,
     reached_target,
     train_checkpoint,
@@ -162,13 +161,13 @@ def test_training_tables_list_every_run_and_its_validation_checks(tmp_path, vali
 
 @pytest.mark.parametrize("arch", ["gru", "mamba"])
 def test_an_untrained_twin_holds_the_weights_its_run_started_from(tmp_path, validation, monkeypatch, arch):
-    started, loop = {}, train_module.train
+    started, loop = {}, training.train
 
     def record_then_train(model, *args, **kwargs):
         started.update({name: value.clone() for name, value in model.state_dict().items()})
         return loop(model, *args, **kwargs)
 
-    monkeypatch.setattr(train_module, "train", record_then_train)
+    monkeypatch.setattr(training, "train", record_then_train)
     spec = SPEC | {"arch": arch}
     train_checkpoint(
         spec,

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from tiny_hf import save_tiny
 
-from statelayers import figures
+from statelayers.report import figures
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
@@ -131,7 +131,9 @@ def test_tables_are_complete_and_non_trivial(workdir):
     twinned = probes[probes["eval_length"] == 8]
     assert probes.loc[probes["eval_length"] != 8, "untrained_accuracy"].isna().all()
     assert (twinned["gain_over_untrained"] == twinned["probe_accuracy"] - twinned["untrained_accuracy"]).all()
-    assert twinned["untrained_accuracy"].between(0, 1).all() and twinned["gain_over_untrained"].abs().max() > 0
+    assert (
+        twinned["untrained_accuracy"].between(0, 1).all() and twinned["gain_over_untrained"].abs().max() > 0
+    )
     twins = list((workdir / "results" / "probes" / "untrained").rglob("*.csv"))
     assert len(twins) == 15
     assert figures.profile_rows(probes) == ["probe_accuracy", "gain_over_untrained"]

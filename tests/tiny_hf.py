@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from statelayers.pretrained import symbol_texts
+from statelayers.models.pretrained import symbol_texts
 
 SYMBOLS = sorted({text for task in ("parity", "s3", "dyck") for text in symbol_texts(task, {"k": 2})})
 

@@ -39,7 +39,7 @@ def main() -> int:
         imported &= ok
         print(f"{'ok' if ok else 'FAILED':6s} import {name}: {detail}")
     # Before any use_backend call, the modules' globals are what transformers resolved.
-    from statelayers.backends import KERNEL_FUNCTIONS, KERNEL_PACKAGES, implementation
+    from statelayers.models.backends import KERNEL_FUNCTIONS, KERNEL_PACKAGES, implementation
 
     kernels = True
     for module_name, names in KERNEL_FUNCTIONS.items():

@@ -50,4 +50,6 @@ for arch in train.index.get_level_values("arch").unique():
 other = jobs.loc[~jobs["stage"].isin(["train", "interventions"]), "wall_s"].sum()
 print(f"\nneither training nor interventions: {other / train.sum():.1%} of training wall time")
 twins = jobs.loc[jobs["stage"] == "untrained", "wall_s"].sum()
-print(f"untrained twins (saved, evaluated and probed): {twins / jobs['wall_s'].sum():.1%} of all job wall time")
+print(
+    f"untrained twins (saved, evaluated and probed): {twins / jobs['wall_s'].sum():.1%} of all job wall time"
+)

@@ -12,7 +12,7 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from statelayers.archs import base_arch
+from statelayers.models.registry import base_arch
 
 RUNTIME_KEYS = ("device", "threads", "mamba_scan", "mamba_backend", "overrides", "protect_checkpoints")
 """``training`` keys that say where and how a job runs, not what it trains: not passed as

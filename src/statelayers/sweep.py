@@ -3,7 +3,7 @@
 Each grid point (learning rate, batch size) of each (architecture, task) is trained
 for ``sweep.max_steps`` steps per sweep seed with the study's training settings
 otherwise (criterion included), and summarised by its validation checks
-(:func:`statelayers.train.sweep_point`): nothing downstream of training (probes,
+(:func:`statelayers.training.sweep_point`): nothing downstream of training (probes,
 erasures, claims) is read. Per (architecture, task) the ``selected`` point is, in order:
 
 1. the one where most seeds reached the criterion;
@@ -33,7 +33,7 @@ POINT = ["arch", "task", "lr", "batch_size"]
 
 def sweep_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per grid point from the per-run rows (keys, seed, and
-    :func:`statelayers.train.sweep_point`'s columns), with the ``selected`` point marked."""
+    :func:`statelayers.training.sweep_point`'s columns), with the ``selected`` point marked."""
     table = (
         runs.groupby(POINT, as_index=False)
         .agg(

@@ -4,6 +4,7 @@ import shutil
 from snakemake.utils import validate
 
 from statelayers import settings
+from statelayers.models.registry import NO_CONV, SSM, TRAINING_TIME_ORDER, base_arch
 
 validate(config, schema="../schemas/config.schema.yaml")
 settings.check_config(config)
@@ -81,18 +82,9 @@ def test_data(lengths):
     return files
 
 
-def family(arch):
-    """A Conv1D-ablated twin (``mamba_noconv``) is built and trained like its family."""
-    return arch.removesuffix("_noconv")
-
-
-# The families whose mixers the Mamba backend and pure-PyTorch kernels settings reach.
-SSM_FAMILIES = ("mamba", "mamba2")
-
-
 # Families whose Conv1D attribution runs: both the family and its twin are in the study.
 CONV1D_FAMILIES = [
-    family(arch) for arch in ARCHS if arch.endswith("_noconv") and family(arch) in ARCHS
+    base_arch(arch) for arch in ARCHS if arch in NO_CONV and base_arch(arch) in ARCHS
 ]
 
 
@@ -131,7 +123,7 @@ def model_spec(wildcards):
         "task_params": task_params(wildcards.task),
         "d_model": model["d_model"],
         "n_layers": model["n_layers"],
-        "options": model["options"].get(family(wildcards.arch), {}),
+        "options": model["options"].get(base_arch(wildcards.arch), {}),
         "target_params": model["target_params"],
     }
 
@@ -175,23 +167,19 @@ def mamba_settings(wildcards):
     Pretrained models get both whatever their type (known only once fetched), so a
     change reruns Pythia's jobs too."""
     training = config["training"]
-    if not is_pretrained(wildcards) and family(wildcards.arch) not in SSM_FAMILIES:
+    if not is_pretrained(wildcards) and base_arch(wildcards.arch) not in SSM:
         return None
     return {"backend": training["mamba_backend"], "scan": training["mamba_scan"]}
 
 
-# The families by training-job wall time at the default scale, shortest first (docs/cost.md,
-# "Cost at the default scale"). Snakemake starts the ready jobs of highest priority
-# first; longest first keeps a long job from starting last and running alone while the
-# other cores idle (a 260 s Mamba-2 job did, in a 2-core run).
-TRAINING_TIME_ORDER = ["lstm", "gru", "transformer", "mamba", "mamba2"]
-
-
 def train_priority(wildcards):
-    """Pretrained fine-tuning first, then Mamba-2, Mamba, Transformer, GRU, LSTM."""
+    """Pretrained fine-tuning first, then the families by training time, longest first
+    (registry.TRAINING_TIME_ORDER). Snakemake starts the ready jobs of highest priority
+    first; longest first keeps a long job from starting last and running alone while the
+    other cores idle (a 260 s Mamba-2 job did, in a 2-core run)."""
     if is_pretrained(wildcards):
         return len(TRAINING_TIME_ORDER) + 1
-    return TRAINING_TIME_ORDER.index(family(wildcards.arch)) + 1
+    return TRAINING_TIME_ORDER.index(base_arch(wildcards.arch)) + 1
 
 
 def gpu_jobs():
@@ -268,7 +256,7 @@ def check_devices():
             "config: training.device is 'cuda' but this machine has no NVIDIA GPU "
             "(nvidia-smi not found); use 'auto' or 'cpu'"
         )
-    mamba_jobs = PRETRAINED or [a for a in ARCHS if family(a) in SSM_FAMILIES]
+    mamba_jobs = PRETRAINED or [a for a in ARCHS if base_arch(a) in SSM]
     if training["mamba_backend"] == "cuda" and mamba_jobs:
         raise ValueError(
             "config: training.mamba_backend is 'cuda' (the mamba-ssm kernels) but this machine "

@@ -14,7 +14,7 @@ rule conv1d_inference:
     benchmark:
         f"results/benchmarks/conv1d/{RUN}.tsv"
     wildcard_constraints:
-        arch="mamba|mamba2",
+        arch="|".join(SSM),
     retries: config["retries"]
     conda:
         CONDA_ENV

@@ -1,10 +1,10 @@
-"""Which of the paper's findings this run reproduces (rules: statelayers.claims)."""
+"""Which of the paper's findings this run reproduces (rules: statelayers.report.claims)."""
 
 import pandas as pd
 
 from statelayers import io, runtime
-from statelayers.claims import check_claims, claims_markdown, learned_runs
-from statelayers.stats import BootstrapConfig
+from statelayers.report.claims import check_claims, claims_markdown, learned_runs
+from statelayers.report.stats import BootstrapConfig
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])

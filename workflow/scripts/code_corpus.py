@@ -1,7 +1,7 @@
 """Code-Depth's corpus as Parquet (path, source, origin) and its per-split statistics."""
 
 from statelayers import io, runtime
-from statelayers.codedepth import corpus_statistics, load_corpus
+from statelayers.tasks.codedepth import corpus_statistics, load_corpus
 
 sm = snakemake  # noqa: F821
 log = runtime.start(sm.log[0])

@@ -1,10 +1,10 @@
-"""Conv1D attribution table and its paired summary (rules: statelayers.conv1d)."""
+"""Conv1D attribution table and its paired summary (rules: statelayers.report.conv1d)."""
 
 import pandas as pd
 
 from statelayers import io, runtime
-from statelayers.conv1d import conv1d_summary, conv1d_table
-from statelayers.stats import BootstrapConfig
+from statelayers.report.conv1d import conv1d_summary, conv1d_table
+from statelayers.report.stats import BootstrapConfig
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])

@@ -2,8 +2,8 @@
 profile; Code-Depth: the nesting of the sampled code windows)."""
 
 from statelayers import io, runtime
-from statelayers.data import to_arrays
-from statelayers.tasks import depth_table
+from statelayers.tasks.data import to_arrays
+from statelayers.tasks.formal import depth_table
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])

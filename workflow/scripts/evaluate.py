@@ -3,8 +3,8 @@
 from pathlib import Path
 
 from statelayers import io, runtime
-from statelayers.evaluation import evaluate_run
-from statelayers.models import load_model
+from statelayers.measure.evaluation import evaluate_run
+from statelayers.models.tagger import load_model
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0], sm.threads)

@@ -1,7 +1,7 @@
 """Fetch one pretrained model (hub id or local directory) into resources/models/."""
 
 from statelayers import runtime
-from statelayers.pretrained import fetch
+from statelayers.models.pretrained import fetch
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])

@@ -3,10 +3,10 @@
 from pathlib import Path
 
 from statelayers import io, runtime
-from statelayers.data import to_arrays
-from statelayers.interventions import InterventionConfig, intervention_rows
-from statelayers.models import load_model
-from statelayers.probes import ProbeConfig
+from statelayers.measure.interventions import InterventionConfig, intervention_rows
+from statelayers.measure.probes import ProbeConfig
+from statelayers.models.tagger import load_model
+from statelayers.tasks.data import to_arrays
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0], sm.threads)

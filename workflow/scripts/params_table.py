@@ -1,7 +1,7 @@
 """Parameter counts of the trained models against the matching target."""
 
 from statelayers import io, runtime
-from statelayers.models import params_table
+from statelayers.report.tables import params_table
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])

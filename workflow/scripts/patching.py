@@ -5,9 +5,9 @@ from pathlib import Path
 import numpy as np
 
 from statelayers import io, runtime
-from statelayers.data import to_arrays
-from statelayers.models import load_model
-from statelayers.patching import corrupted_pairs, patching_rows
+from statelayers.measure.patching import corrupted_pairs, patching_rows
+from statelayers.models.tagger import load_model
+from statelayers.tasks.data import to_arrays
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0], sm.threads)

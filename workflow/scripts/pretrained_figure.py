@@ -2,7 +2,8 @@
 
 import pandas as pd
 
-from statelayers import figures, runtime
+from statelayers import runtime
+from statelayers.report import figures
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])

@@ -1,7 +1,7 @@
 """Per-layer probes of one run: fit at the training length, read out at every length."""
 
 from statelayers import io, runtime
-from statelayers.probes import ProbeConfig, probe_layers
+from statelayers.measure.probes import ProbeConfig, probe_layers
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])  # no torch here; scikit-learn's BLAS threads come from Snakemake's env

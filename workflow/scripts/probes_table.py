@@ -3,7 +3,7 @@
 import pandas as pd
 
 from statelayers import io, runtime
-from statelayers.probes import with_baselines
+from statelayers.measure.probes import with_baselines
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from statelayers import io, runtime
-from statelayers.interventions import readability_vs_causality
+from statelayers.report.tables import readability_vs_causality
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from statelayers import io, runtime
-from statelayers.stats import BootstrapConfig, summary_tables
+from statelayers.report.stats import BootstrapConfig, summary_tables
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])

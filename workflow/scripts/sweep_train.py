@@ -1,7 +1,7 @@
 """One short run of the hyper-parameter sweep: its validation checks, summarised in one row."""
 
 from statelayers import io, runtime
-from statelayers.train import sweep_point
+from statelayers.training import sweep_point
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0], sm.threads)

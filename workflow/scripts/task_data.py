@@ -1,7 +1,7 @@
-"""Generate one split of one task's data (schema: statelayers.data)."""
+"""Generate one split of one task's data (schema: statelayers.tasks.data)."""
 
 from statelayers import io, runtime
-from statelayers.data import make_split
+from statelayers.tasks.data import make_split
 
 sm = snakemake  # noqa: F821
 log = runtime.start(sm.log[0])

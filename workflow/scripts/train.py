@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from statelayers import runtime
-from statelayers.train import train_checkpoint
+from statelayers.training import train_checkpoint
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0], sm.threads)

@@ -3,7 +3,7 @@
 import pandas as pd
 
 from statelayers import io, runtime
-from statelayers.train import learning_curves, training_table
+from statelayers.training import learning_curves, training_table
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])

@@ -4,8 +4,8 @@ training step), saved, then evaluated like a trained run (behaviour and every la
 from pathlib import Path
 
 from statelayers import io, runtime
-from statelayers.evaluation import evaluate_run
-from statelayers.train import untrained_checkpoint
+from statelayers.measure.evaluation import evaluate_run
+from statelayers.training import untrained_checkpoint
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0], sm.threads)

@@ -1,0 +1,190 @@
+"""The ``fast`` scans that transformers' Mamba and Mamba-2 mixers call under the
+``torch`` backend: the fused numba kernels on CPU, PyTorch elsewhere.
+
+On CPU tensors :func:`selective_scan` (Mamba-1) runs
+:func:`statelayers.models.kernels.selective_scan.selective_scan_fn` and :func:`chunk_scan`
+(Mamba-2) runs :func:`statelayers.models.kernels.ssd.mamba_chunk_scan_combined`: softplus,
+bias, skip and gate fused into one compiled pass, forward and backward. On other devices
+(a GPU without mamba-ssm), or without numba, Mamba-1 runs the PyTorch scan below and Mamba-2
+transformers' chunked PyTorch scan, as does a Mamba-2 call with an initial state
+(generation with a cache, which the workflow never does).
+
+transformers' reference scan indexes ``discrete_A[:, :, t]`` inside its loop; autograd
+then materialises a full-size zero gradient per step, so its backward pass is
+quadratic in length. Here the recurrence
+
+.. math::
+    h_t = \\exp(\\Delta_t A) \\odot h_{t-1} + \\Delta_t u_t B_t,\\qquad y_t = C_t^\\top h_t
+
+runs in :class:`SelectiveScan`, an autograd function whose backward is the reverse
+recurrence written out by hand:
+
+.. math::
+    g_t = \\bar g_t + y'_t C_t,\\quad
+    \\bar g_{t-1} = g_t \\odot e^{\\Delta_t A},\\quad
+    \\partial(\\Delta_t A) = g_t \\odot h_{t-1} \\odot e^{\\Delta_t A},
+
+so each step touches ``(batch, d_inner, state)`` tensors only and nothing of size
+``length x batch x d_inner x state`` is differentiated through. The skip ``D u`` and the
+gate ``silu(z)`` stay in ordinary autograd. Under ``torch.no_grad`` (states, behaviour,
+interventions) the loop keeps no per-step states at all. The signature equals
+transformers' ``mamba_selective_scan``; the tests check outputs and gradients against it.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+import torch.nn.functional as F
+from transformers.models.mamba import modeling_mamba
+from transformers.models.mamba2 import modeling_mamba2
+
+from statelayers.models.kernels import runs_cpu_kernels
+
+REFERENCE_SCAN = inspect.unwrap(modeling_mamba.mamba_selective_scan)
+"""transformers' PyTorch loop (never a CUDA kernel), the reference the tests compare with."""
+REFERENCE_CHUNK_SCAN = inspect.unwrap(modeling_mamba2.mamba2_chunk_scan)
+"""transformers' chunked PyTorch SSD for Mamba-2, likewise."""
+
+
+def _scan(u, dt, A, B, C, keep_states: bool):
+    """Run the recurrence; return ``y (b, d, l)``, the last state and what the backward needs.
+
+    With ``keep_states`` every step's state and decay are kept, as one tensor per step,
+    not slices of one ``(l, b, d, n)`` buffer: a buffer that large is a fresh ``mmap`` on
+    every call, and its first-touch page faults cost more than the arithmetic;
+    step-sized blocks are reused by the allocator. Keeping the decays spares the
+    backward pass recomputing its exponentials, the costliest operation per element.
+    """
+    dt_t, u_t = dt.permute(2, 0, 1).contiguous(), u.permute(2, 0, 1).contiguous()
+    B_t, C_t = B.permute(2, 0, 1).contiguous(), C.permute(2, 0, 1).contiguous()
+    drive_t = dt_t * u_t
+    states, decays, outputs = [], [], []
+    state = u.new_zeros(u.shape[0], u.shape[1], A.shape[1])
+    for t in range(len(u_t)):
+        decay = torch.mul(dt_t[t].unsqueeze(-1), A).exp_()
+        state = torch.mul(drive_t[t].unsqueeze(-1), B_t[t].unsqueeze(1)).addcmul_(decay, state)
+        if keep_states:
+            states.append(state)
+            decays.append(decay)
+        # (state * C).sum(-1) outruns a batched matrix-vector product here.
+        outputs.append((state * C_t[t].unsqueeze(1)).sum(-1))
+    return torch.stack(outputs, dim=-1), state, (dt_t, u_t, drive_t, B_t, C_t, states, decays)
+
+
+class SelectiveScan(torch.autograd.Function):
+    """``y = scan(u, dt, A, B, C)`` with ``u, dt: (b, d, l)``, ``A: (d, n)``, ``B, C: (b, n, l)``."""
+
+    @staticmethod
+    def forward(ctx, u, dt, A, B, C):
+        y, state, (dt_t, u_t, drive_t, B_t, C_t, states, decays) = _scan(u, dt, A, B, C, keep_states=True)
+        ctx.length = len(states)
+        ctx.save_for_backward(dt_t, u_t, drive_t, A, B_t, C_t, *states, *decays)
+        return y, state
+
+    @staticmethod
+    def backward(ctx, grad_y, grad_last_state):
+        dt_t, u_t, drive_t, A, B_t, C_t, *kept = ctx.saved_tensors
+        states, decays = kept[: ctx.length], kept[ctx.length :]
+        grad_y = grad_y.permute(2, 0, 1)
+        grad_B, grad_C = torch.empty_like(B_t), torch.empty_like(C_t)
+        grad_drive, grad_exponent_dt = torch.empty_like(dt_t), torch.zeros_like(dt_t)
+        grad_A_per_batch = torch.zeros_like(states[0])  # summed over the batch once, after the loop
+        grad_state = torch.zeros_like(states[0]) if grad_last_state is None else grad_last_state.clone()
+        for t in range(ctx.length - 1, -1, -1):
+            grad_state = torch.addcmul(grad_state, grad_y[t].unsqueeze(-1), C_t[t].unsqueeze(1))
+            grad_C[t] = torch.matmul(grad_y[t].unsqueeze(1), states[t]).squeeze(1)
+            grad_drive[t] = (grad_state * B_t[t].unsqueeze(1)).sum(-1)
+            grad_B[t] = torch.matmul(drive_t[t].unsqueeze(1), grad_state).squeeze(1)
+            grad_state = grad_state * decays[t]  # from here on: the gradient of h_{t-1}
+            if t > 0:  # h_{-1} = 0: the first decay multiplies nothing
+                grad_exponent = grad_state * states[t - 1]
+                grad_exponent_dt[t] = (grad_exponent * A).sum(-1)
+                grad_A_per_batch.addcmul_(grad_exponent, dt_t[t].unsqueeze(-1))
+        grad_dt = grad_exponent_dt.addcmul_(grad_drive, u_t)
+        return (
+            (grad_drive * dt_t).permute(1, 2, 0),
+            grad_dt.permute(1, 2, 0),
+            grad_A_per_batch.sum(0),
+            grad_B.permute(1, 2, 0),
+            grad_C.permute(1, 2, 0),
+        )
+
+
+def selective_scan(
+    hidden_states: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: torch.Tensor | None = None,
+    z: torch.Tensor | None = None,
+    delta_bias: torch.Tensor | None = None,
+    delta_softplus: bool = False,
+    return_last_state: bool = False,
+    **_: object,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """transformers' ``mamba_selective_scan`` signature; float32 throughout, also under
+    bf16 autocast (both backward passes are float32)."""
+    dtype = hidden_states.dtype
+    with torch.autocast(hidden_states.device.type, enabled=False):
+        inputs = [None if t is None else t.float() for t in (hidden_states, dt, A, B, C, D, z, delta_bias)]
+        if runs_cpu_kernels(hidden_states):
+            from statelayers.models.kernels.selective_scan import selective_scan_fn
+
+            y, last_state = selective_scan_fn(*inputs, delta_softplus=delta_softplus, return_last_state=True)
+        else:
+            y, last_state = torch_selective_scan(*inputs, delta_softplus=delta_softplus)
+    y = y.to(dtype)
+    return (y, last_state) if return_last_state else y
+
+
+def torch_selective_scan(u, dt, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False):
+    """The scan in PyTorch operations (:class:`SelectiveScan`); returns ``(y, last_state)``."""
+    if delta_bias is not None:
+        dt = dt + delta_bias[..., None]
+    if delta_softplus:
+        dt = F.softplus(dt)
+    inputs = (u, dt, A, B, C)
+    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+        y, last_state = SelectiveScan.apply(*inputs)
+    else:  # inference: nothing to differentiate, so no per-step states are kept
+        y, last_state, _ = _scan(*inputs, keep_states=False)
+    if D is not None:
+        y = y + u * D[None, :, None]
+    if z is not None:
+        y = y * F.silu(z)
+    return y, last_state
+
+
+def chunk_scan(
+    hidden_states: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    chunk_size: int,
+    D: torch.Tensor | None = None,
+    dt_bias: torch.Tensor | None = None,
+    initial_states: torch.Tensor | None = None,
+    dt_softplus: bool = False,
+    dt_limit: tuple[float, float] = (0.0, float("inf")),
+    return_final_states: bool = False,
+    **kwargs: object,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """transformers' ``mamba2_chunk_scan`` signature; float32 throughout, like it."""
+    if not runs_cpu_kernels(hidden_states) or initial_states is not None:
+        return REFERENCE_CHUNK_SCAN(
+            hidden_states, dt, A, B, C, chunk_size, D=D, dt_bias=dt_bias, initial_states=initial_states,
+            dt_softplus=dt_softplus, dt_limit=dt_limit, return_final_states=return_final_states, **kwargs,
+        )  # fmt: skip
+    from statelayers.models.kernels.ssd import mamba_chunk_scan_combined
+
+    with torch.autocast("cpu", enabled=False):
+        inputs = [None if t is None else t.float() for t in (hidden_states, dt, A, B, C, D, dt_bias)]
+        x, dt, A, B, C, D, dt_bias = inputs
+        return mamba_chunk_scan_combined(
+            x, dt, A, B, C, chunk_size, D=D, dt_bias=dt_bias, dt_softplus=dt_softplus, dt_limit=dt_limit,
+            return_final_states=return_final_states,
+        )  # fmt: skip

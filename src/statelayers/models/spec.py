@@ -1,0 +1,35 @@
+"""The spec of a model, in a module of its own (and torch-free) so that pretrained
+backbones (:mod:`statelayers.models.pretrained`) and the tagger
+(:mod:`statelayers.models.tagger`) both build from it without importing each other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from statelayers.models.registry import ARCHS
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """Everything needed to rebuild a model; saved beside its weights."""
+
+    arch: str
+    vocab_size: int
+    num_classes: int
+    d_model: int = 128
+    n_layers: int = 4
+    width: int | None = None
+    """The architecture's width knob; ``None`` until matched (or for lstm/gru)."""
+    options: dict = field(default_factory=dict)
+    """Architecture options passed to its config (heads, state size, ...)."""
+    pretrained: str | None = None
+    """Directory of a fetched pretrained backbone (:mod:`statelayers.models.pretrained`); its
+    config, not ``options``, builds the backbone, and ``d_model``/``n_layers`` mirror it."""
+    token_ids: tuple[int, ...] | None = None
+    """With ``pretrained``: the backbone's vocabulary id of each task symbol."""
+    added_tokens: int = 0
+    """With ``pretrained``: embedding rows appended for symbols that are not one token."""
+
+    def __post_init__(self) -> None:
+        if self.arch not in ARCHS:
+            raise ValueError(f"unknown architecture {self.arch!r}; expected one of {ARCHS}")

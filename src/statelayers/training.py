@@ -1,0 +1,538 @@
+"""One training loop for every architecture: cross-entropy over all positions, AdamW.
+
+Data: every step draws ``batch_size x grad_accumulation`` new sequences from the run's
+:class:`statelayers.tasks.data.TrainingStream` (one seeded stream per run), so no training
+batch repeats; validation is a fixed file.
+
+Stopping: the validation token accuracy is measured every ``eval_every`` steps and at
+``max_steps``; the run stops at the first check that makes two consecutive checks
+(:data:`CONSECUTIVE_CHECKS`) reach ``target_accuracy``, or at ``max_steps``.
+``model.json`` records the steps used and whether the criterion was reached.
+
+The learning rate warms up linearly, stays constant, and decays with a cosine to zero
+over the last ``decay_fraction`` of ``max_steps`` (warmup-stable-decay, transformers'
+``get_wsd_schedule``; ``decay_fraction = 1 - warmup_fraction`` is the usual cosine).
+The schedule is defined on ``max_steps`` whatever the criterion does: a run that stops
+early is the first steps of the full-length run, truncated (typically before its
+decay), not a shorter schedule. A long constant phase matters for tasks that are
+learned in a sudden transition, such as S3: a cosine that starts decaying at once can
+end training before it.
+
+Resuming: every ``resume_every`` seconds (or 20 times the last save's duration, if
+longer, so saving a large model costs at most 5 % of its training) the loop saves
+everything it depends on (weights, optimizer, schedule, the training stream's state,
+running averages, validation checks, history) to a resume file beside the checkpoint,
+tagged with a fingerprint of the run's inputs (for a pretrained model, its backbone
+files too). A job killed mid-training and started again with the same inputs continues
+from the last save and ends with the same weights as an uninterrupted run; a resume
+file with another fingerprint is ignored. The file is removed once training finishes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import pickle
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+import torch.nn.functional as F
+from transformers import get_wsd_schedule
+
+from statelayers import io
+from statelayers.models.inference import accuracy
+from statelayers.models.tagger import SequenceTagger, build_model, count_parameters, matched_spec, save_model
+from statelayers.runtime import resolve_device
+from statelayers.tasks.data import TrainingStream, to_arrays, training_rng
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    max_steps: int = 1000
+    target_accuracy: float = 0.99
+    """Validation token accuracy that stops the run when :data:`CONSECUTIVE_CHECKS` checks in a row reach it."""
+    batch_size: int = 32
+    lr: float = 1e-3
+    weight_decay: float = 0.01
+    warmup_fraction: float = 0.05
+    decay_fraction: float = 0.2
+    grad_clip: float = 1.0
+    eval_every: int = 100
+    log_every: int = 25
+    grad_accumulation: int = 1
+    """Micro-batches of ``batch_size`` per optimizer step (the step sees their mean loss)."""
+    precision: str = "fp32"
+    """``fp32``, or ``bf16``: forward passes under bfloat16 autocast, weights and optimizer in fp32."""
+
+
+def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
+    """Weight decay on matrices only: not on biases, norms, nor Mamba's ``A_log`` and ``D``
+    (decaying the SSM's decay rates towards zero is not regularisation)."""
+    decay, no_decay = [], []
+    for name, parameter in model.named_parameters():
+        exempt = parameter.dim() < 2 or name.endswith(("A_log", ".D"))
+        (no_decay if exempt else decay).append(parameter)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+@dataclass(frozen=True)
+class ResumeFile:
+    """Where to keep the resume state, and which inputs it belongs to."""
+
+    path: Path
+    fingerprint: str
+    every_seconds: float = 60.0
+
+    def load(self) -> dict | None:
+        if not self.path.exists():
+            return None
+        try:
+            state = torch.load(self.path, map_location="cpu", weights_only=True)
+        except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as err:
+            log.warning("ignoring unreadable resume file %s (%s)", self.path, err)
+            return None
+        if state.get("fingerprint") != self.fingerprint:
+            log.warning("ignoring resume file %s: it belongs to other inputs", self.path)
+            return None
+        return state
+
+    def save(self, state: dict) -> None:
+        io.write_with(lambda p: torch.save({**state, "fingerprint": self.fingerprint}, p), self.path)
+
+    def remove(self) -> None:
+        self.path.unlink(missing_ok=True)
+
+
+def fingerprint(*parts: object, files: tuple[str | Path, ...] = ()) -> str:
+    """SHA-256 over JSON-serialisable ``parts`` and the bytes of ``files``."""
+    digest = hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode())
+    for path in files:
+        with open(path, "rb") as stream:  # in chunks: a pretrained backbone is gigabytes
+            for chunk in iter(lambda: stream.read(1 << 24), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def accumulate_gradients(
+    model: SequenceTagger,
+    tokens: torch.Tensor,
+    labels: torch.Tensor,
+    config: TrainConfig,
+    device: torch.device,
+) -> tuple[float, float]:
+    """Add the gradient of the mean cross-entropy over ``tokens`` to ``model``'s, in
+    micro-batches of ``config.batch_size`` (under bf16 autocast if configured); return
+    the mean loss and token accuracy of the micro-batches."""
+    loss_sum = acc_sum = 0.0
+    micro_batches = tokens.split(config.batch_size)
+    for x, y in zip(micro_batches, labels.split(config.batch_size)):
+        x, y = x.to(device), y.to(device)
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.precision == "bf16"):
+            logits = model(x)
+        loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
+        (loss / len(micro_batches)).backward()
+        loss_sum += loss.item()
+        acc_sum += (logits.argmax(-1) == y).float().mean().item()
+    return loss_sum / len(micro_batches), acc_sum / len(micro_batches)
+
+
+CONSECUTIVE_CHECKS = 2
+"""Validation checks in a row that must reach ``target_accuracy`` to stop a run: one
+lucky check on a small validation set does not end training."""
+
+
+def reached_target(checks: list[float], target: float) -> bool:
+    """Whether the last :data:`CONSECUTIVE_CHECKS` validation accuracies all reach ``target``."""
+    return len(checks) >= CONSECUTIVE_CHECKS and min(checks[-CONSECUTIVE_CHECKS:]) >= target
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a training run did: its history rows, the steps it took, and whether it stopped
+    at the criterion (``False``: it ran to ``max_steps`` without reaching it)."""
+
+    history: list[dict]
+    steps: int
+    reached: bool
+
+
+def train(
+    model: SequenceTagger,
+    stream: TrainingStream,
+    validation_data: tuple[np.ndarray, np.ndarray],
+    config: TrainConfig,
+    seed: int,
+    device: torch.device,
+    resume: ResumeFile | None = None,
+) -> Outcome:
+    """Train in place on fresh batches of ``stream`` until the criterion or ``max_steps``.
+
+    History rows (every ``log_every`` steps and at every validation check): step, the
+    learning rate of that step, mean loss and training token accuracy since the last
+    row, seconds, and at checks the validation token and sequence accuracy.
+    """
+    torch.manual_seed(seed)
+    model.to(device).train()
+    optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr)
+    warmup = int(config.warmup_fraction * config.max_steps)
+    decay = min(int(config.decay_fraction * config.max_steps), config.max_steps - warmup)
+    schedule = get_wsd_schedule(optimizer, warmup, decay, num_training_steps=config.max_steps)
+    history: list[dict] = []
+    checks: list[float] = []
+    running_loss = running_acc = elapsed = 0.0
+    running_steps = 0
+    first_step = 1
+    saved = resume.load() if resume else None
+    if saved:
+        model.load_state_dict(saved["model"])
+        optimizer.load_state_dict(saved["optimizer"])
+        schedule.load_state_dict(saved["schedule"])
+        stream.restore(saved["stream"])
+        torch.set_rng_state(saved["torch_rng"])
+        history, checks, elapsed = saved["history"], saved["checks"], saved["elapsed"]
+        running_loss, running_acc, running_steps = saved["running"]
+        first_step = saved["step"] + 1
+        log.info("resuming from step %d (%s)", saved["step"], resume.path)
+    start = time.perf_counter() - elapsed
+    last_save, save_interval = time.perf_counter(), resume.every_seconds if resume else 0.0
+    reached = False
+    step = first_step - 1
+    for step in range(first_step, config.max_steps + 1):
+        batch = stream.draw(config.batch_size * config.grad_accumulation)
+        lr = schedule.get_last_lr()[0]
+        optimizer.zero_grad(set_to_none=True)
+        loss, acc = accumulate_gradients(
+            model, torch.as_tensor(batch["tokens"]), torch.as_tensor(batch["labels"]), config, device
+        )
+        running_loss, running_acc, running_steps = running_loss + loss, running_acc + acc, running_steps + 1
+        torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
+        optimizer.step()
+        schedule.step()
+        check = step % config.eval_every == 0 or step == config.max_steps
+        if check or step % config.log_every == 0:
+            row = {
+                "step": step,
+                "lr": lr,
+                "loss": running_loss / running_steps,
+                "train_token_accuracy": running_acc / running_steps,
+                "seconds": time.perf_counter() - start,
+            }
+            running_loss = running_acc = 0.0
+            running_steps = 0
+            if check:
+                row["validation_token_accuracy"], row["validation_sequence_accuracy"] = accuracy(
+                    model, *validation_data
+                )
+                model.train()
+                checks.append(row["validation_token_accuracy"])
+                reached = reached_target(checks, config.target_accuracy)
+            history.append(row)
+            log.info(
+                "step %d/%d loss %.4f acc %.3f%s (%.0fs)",
+                step,
+                config.max_steps,
+                row["loss"],
+                row["train_token_accuracy"],
+                f" val {row['validation_token_accuracy']:.3f}" if check else "",
+                row["seconds"],
+            )
+            if reached:
+                log.info(
+                    "validation token accuracy reached %s on %d checks in a row: stopping",
+                    config.target_accuracy,
+                    CONSECUTIVE_CHECKS,
+                )
+                break
+        if resume and time.perf_counter() - last_save >= save_interval and step < config.max_steps:
+            saving = time.perf_counter()
+            resume.save(
+                {
+                    "step": step,
+                    "model": model.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "schedule": schedule.state_dict(),
+                    "stream": stream.state,
+                    "torch_rng": torch.get_rng_state(),
+                    "history": history,
+                    "checks": checks,
+                    "running": (running_loss, running_acc, running_steps),
+                    "elapsed": time.perf_counter() - start,
+                }
+            )
+            last_save = time.perf_counter()
+            save_interval = max(resume.every_seconds, 20 * (last_save - saving))
+    model.eval()
+    return Outcome(history, step, reached)
+
+
+def backbone_files(spec_params: dict) -> list[Path]:
+    """A pretrained backbone's files (config, weights, tokenizer), for the resume fingerprint."""
+    directory = spec_params.get("pretrained")
+    return sorted(p for p in Path(directory).iterdir() if p.is_file()) if directory else []
+
+
+@dataclass
+class Run:
+    """A model ready to train with its inputs: the training stream, validation arrays,
+    device, and the fingerprint of everything that decides the run."""
+
+    model: SequenceTagger
+    stream: TrainingStream
+    validation: tuple[np.ndarray, np.ndarray]
+    device: torch.device
+    fingerprint: str
+
+
+def initial_model(
+    spec_params: dict, seed: int, mamba: dict | None, device: torch.device | str = "cpu"
+) -> SequenceTagger:
+    """The model a run of ``seed`` starts from: the matched architecture at its seeded
+    initial weights, or a pretrained backbone with a fresh seeded head."""
+    if "pretrained" in spec_params:
+        from statelayers.models.pretrained import pretrained_spec
+        from statelayers.models.tagger import pretrained_tagger
+
+        spec = pretrained_spec(**spec_params)
+        torch.manual_seed(seed)  # the seed decides the head's initial weights (and added rows)
+        return pretrained_tagger(spec, mamba, device=device)
+    spec = matched_spec(**spec_params)  # instantiates trial models: seed only after it
+    torch.manual_seed(seed)  # the seed decides the initial weights too
+    return build_model(spec, mamba, device=device)
+
+
+def untrained_checkpoint(
+    spec_params: dict, seed: int, out_dir: str | Path, mamba: dict | None = None, device: str = "cpu"
+) -> SequenceTagger:
+    """Save the untrained twin of a run: :func:`initial_model` of the same spec and seed,
+    with no training step; return it in eval mode on ``device`` (``auto``, ``cpu``, ``cuda``),
+    Mamba under ``mamba``'s backend. Its probes say what the architecture makes readable
+    before any learning (the untrained baseline of :mod:`statelayers.measure.probes`)."""
+    resolved = resolve_device(device)
+    model = initial_model(spec_params, seed, mamba, resolved)
+    save_model(
+        model,
+        out_dir,
+        extra={
+            "task": spec_params["task"],
+            "task_params": spec_params["task_params"],
+            "target_params": spec_params.get("target_params"),
+            "seed": seed,
+            "steps": 0,
+            "untrained": True,
+        },
+    )
+    log.info("saved the untrained %s (seed %d) to %s", model.spec.arch, seed, out_dir)
+    return model.to(resolved).eval()
+
+
+def prepare_run(
+    spec_params: dict,
+    training: dict,
+    seed: int,
+    device: str,
+    mamba: dict | None,
+    data_seed: int,
+    train_length: int,
+    validation_path: str,
+    corpus_path: str | None = None,
+) -> Run:
+    """Build the matched model (or a pretrained backbone with a fresh head), its training
+    stream (:func:`statelayers.tasks.data.training_rng` of ``data_seed``, the task, ``train_length``
+    and ``seed``; Code-Depth windows from ``corpus_path``) and the validation data."""
+    resolved = resolve_device(device)
+    model = initial_model(spec_params, seed, mamba, resolved)
+    spec = model.spec
+    log.info(
+        "%s on %s: %d parameters (width %s), device %s, Mamba backend %s",
+        spec.arch,
+        spec_params["task"],
+        count_parameters(model),
+        spec.width,
+        resolved,
+        model.backend,
+    )
+    validation = to_arrays(io.read_parquet(validation_path))
+    if validation["tokens"].shape[1] != train_length:
+        raise ValueError(
+            f"{validation_path} holds length {validation['tokens'].shape[1]}, not {train_length}"
+        )
+    stream = TrainingStream(
+        spec_params["task"],
+        train_length,
+        training_rng(data_seed, spec_params["task"], train_length, seed),
+        spec_params["task_params"],
+        corpus=io.read_parquet(corpus_path) if corpus_path else None,
+    )
+    digest = fingerprint(
+        spec_params,
+        training,
+        seed,
+        data_seed,
+        train_length,
+        str(resolved),
+        model.backend,
+        model.mamba_scan,
+        torch.get_num_threads(),
+        files=(validation_path, *([corpus_path] if corpus_path else []), *backbone_files(spec_params)),
+    )
+    return Run(model, stream, (validation["tokens"], validation["labels"]), resolved, digest)
+
+
+def train_checkpoint(
+    spec_params: dict,
+    training: dict,
+    seed: int,
+    device: str,
+    mamba: dict | None,
+    data_seed: int,
+    train_length: int,
+    validation_path: str,
+    out_dir: str | Path,
+    history_path: str | Path,
+    corpus_path: str | None = None,
+    resume_every: float = 60.0,
+) -> SequenceTagger:
+    """Train one run (see :func:`prepare_run`), save checkpoint and history.
+
+    With ``spec_params["pretrained"]`` (a fetched backbone's directory, plus ``task`` and
+    ``task_params``) the model is that backbone with a fresh head, fine-tuned.
+    ``mamba`` (``backend``, ``scan``) says how Mamba and Mamba-2 run (see
+    :func:`statelayers.models.tagger.build_model`). ``model.json`` records the spec, the
+    training settings, seed, device, the Mamba backend and scan in use, the steps used
+    and whether the criterion was reached, so a checkpoint says what built it.
+    ``out_dir/resume.pt`` holds the resume state while training runs (saved every
+    ``resume_every`` seconds).
+    """
+    run = prepare_run(
+        spec_params, training, seed, device, mamba, data_seed, train_length, validation_path, corpus_path
+    )
+    resume = ResumeFile(Path(out_dir) / "resume.pt", run.fingerprint, resume_every)
+    outcome = train(
+        run.model,
+        run.stream,
+        run.validation,
+        TrainConfig(**training),
+        seed=seed,
+        device=run.device,
+        resume=resume,
+    )
+    io.write_csv(pd.DataFrame(outcome.history), history_path)
+    last = outcome.history[-1]  # the last step is always a validation check
+    save_model(
+        run.model.cpu(),
+        out_dir,
+        extra={
+            "task": spec_params["task"],
+            "task_params": spec_params["task_params"],
+            "target_params": spec_params.get("target_params"),
+            "training": training,
+            "seed": seed,
+            "data_seed": data_seed,
+            "train_length": train_length,
+            "device": str(run.device),
+            "backend": run.model.backend,
+            "mamba_scan": run.model.mamba_scan,
+            "steps": outcome.steps,
+            "reached": outcome.reached,
+            "train_seconds": last["seconds"],
+            "validation_token_accuracy": last["validation_token_accuracy"],
+        },
+    )
+    resume.remove()
+    log.info(
+        "saved %s after %d of %d steps (validation token accuracy %.4f; criterion %s)",
+        out_dir,
+        outcome.steps,
+        training["max_steps"],
+        last["validation_token_accuracy"],
+        "reached" if outcome.reached else "not reached",
+    )
+    return run.model
+
+
+def sweep_point(
+    spec_params: dict,
+    training: dict,
+    seed: int,
+    device: str,
+    mamba: dict | None,
+    data_seed: int,
+    train_length: int,
+    validation_path: str,
+    corpus_path: str | None = None,
+) -> dict:
+    """One short run of the hyper-parameter sweep: trained like :func:`train_checkpoint`
+    (no checkpoint, no resume), summarised by its validation checks only."""
+    run = prepare_run(
+        spec_params, training, seed, device, mamba, data_seed, train_length, validation_path, corpus_path
+    )
+    outcome = train(
+        run.model, run.stream, run.validation, TrainConfig(**training), seed=seed, device=run.device
+    )
+    return {
+        "lr": training["lr"],
+        "batch_size": training["batch_size"],
+        "max_steps": training["max_steps"],
+        "target_accuracy": training["target_accuracy"],
+        "steps": outcome.steps,
+        "reached": outcome.reached,
+        "validation_token_accuracy": outcome.history[-1]["validation_token_accuracy"],
+        "train_seconds": outcome.history[-1]["seconds"],
+    }
+
+
+TRAINING_COLUMNS = (
+    "arch",
+    "task",
+    "seed",
+    "steps",
+    "reached",
+    "validation_token_accuracy",
+    "train_seconds",
+    "max_steps",
+    "target_accuracy",
+    "train_length",
+)
+
+
+def training_table(metas: list[dict]) -> pd.DataFrame:
+    """``tables/training.csv``: one row per run from its ``model.json``, columns :data:`TRAINING_COLUMNS`."""
+    rows = [
+        {
+            "arch": meta["spec"]["arch"],
+            "task": meta["task"],
+            "seed": meta["seed"],
+            "steps": meta["steps"],
+            "reached": meta["reached"],
+            "validation_token_accuracy": meta["validation_token_accuracy"],
+            "train_seconds": meta["train_seconds"],
+            "max_steps": meta["training"]["max_steps"],
+            "target_accuracy": meta["training"]["target_accuracy"],
+            "train_length": meta["train_length"],
+        }
+        for meta in metas
+    ]
+    return pd.DataFrame(rows, columns=list(TRAINING_COLUMNS))
+
+
+def learning_curves(metas: list[dict], histories: list[pd.DataFrame]) -> pd.DataFrame:
+    """``tables/learning_curves.csv``: arch, task, seed, step, validation token and
+    sequence accuracy at every validation check of every run (``histories`` are the
+    runs' ``train_log.csv`` in the order of ``metas``)."""
+    frames = []
+    for meta, history in zip(metas, histories, strict=True):
+        checks = history.dropna(subset=["validation_token_accuracy"])
+        frames.append(
+            checks[["step", "validation_token_accuracy", "validation_sequence_accuracy"]].assign(
+                arch=meta["spec"]["arch"], task=meta["task"], seed=meta["seed"]
+            )
+        )
+    columns = ["arch", "task", "seed", "step", "validation_token_accuracy", "validation_sequence_accuracy"]
+    return pd.concat(frames, ignore_index=True)[columns]
