@@ -7,12 +7,12 @@ from statelayers.report.readme import (
     END,
     START,
     behaviour_markdown,
-    complete_run,
     replace_section,
     results_section,
     sweep_markdown,
     training_markdown,
 )
+from statelayers.report.snakemake_log import complete_run
 
 
 def summary():

@@ -13,6 +13,7 @@ from pathlib import Path
 import matplotlib.image
 import pandas as pd
 import pytest
+import torch
 import yaml
 from tiny_hf import save_tiny
 
@@ -543,3 +544,32 @@ def test_pretrained_models_and_patching_run_the_whole_chain(tmp_path):
         assert (root / "results" / "figures" / f"{figure}.png").stat().st_size > 10_000
     meta = (root / "results" / "models" / "mamba-tiny" / "dyck" / "seed0" / "model.json").read_text()
     assert '"pretrained": "resources/models/mamba-tiny"' in meta and '"backend": "torch"' in meta
+
+
+def test_an_architecture_added_to_the_registry_alone_runs_through_the_workflow(tmp_path):
+    """docs/extending.md's first recipe: a stack of torch RNN layers is one registry row
+    (and its name in the schema's enum); no rule file changes, and it trains, is evaluated,
+    and is probed beside its untrained twin."""
+    root = copy_workflow(tmp_path)
+    shutil.copytree(REPO / "src", root / "src", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    registry = root / "src" / "statelayers" / "models" / "registry.py"
+    row = '    Arch("gru", "gru", "GRU", "#9467bd", "v", rnn_cell="GRU"),\n'
+    registry.write_text(
+        registry.read_text().replace(
+            row, row + '    Arch("rnn", "rnn", "RNN", "#8c564b", "*", rnn_cell="RNN"),\n'
+        )
+    )
+    schema = root / "workflow" / "schemas" / "config.schema.yaml"
+    schema.write_text(schema.read_text().replace("enum: [transformer,", "enum: [rnn, transformer,", 1))
+    study = overlay(root, "rnn.yaml", {"architectures": ["rnn"], "tasks": ["parity"]})
+    targets = ["results/probes/rnn/parity/seed0.csv", "results/probes/untrained/rnn/parity/seed0.csv"]
+    env = {"PYTHONPATH": str(root / "src")}
+    snakemake(root, *targets, "--configfile", "config/test.yaml", str(study), env=env)
+    meta = (root / "results" / "models" / "rnn" / "parity" / "seed0" / "model.json").read_text()
+    assert '"arch": "rnn"' in meta
+    weights = torch.load(
+        root / "results" / "models" / "rnn" / "parity" / "seed0" / "model.pt", weights_only=True
+    )
+    assert any(name.endswith("rnn.weight_hh_l0") for name in weights)  # built as torch.nn.RNN layers
+    probes = pd.read_csv(root / targets[0])
+    assert set(probes["layer"]) == {0, 1, 2} and probes["probe_accuracy"].between(0, 1).all()

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from statelayers.report.readme import complete_run, replace_section, results_section
+from statelayers.report.readme import replace_section, results_section
+from statelayers.report.snakemake_log import complete_run
 
 readme = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
 SWEEP = Path("results/tables/sweep.csv")  # `snakemake sweep`, run in this directory

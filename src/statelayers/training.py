@@ -57,7 +57,7 @@ log = logging.getLogger(__name__)
 class TrainConfig:
     max_steps: int = 1000
     target_accuracy: float = 0.99
-    """Validation token accuracy that stops the run when :data:`CONSECUTIVE_CHECKS` checks in a row reach it."""
+    """Validation token accuracy that stops the run at :data:`CONSECUTIVE_CHECKS` checks in a row."""
     batch_size: int = 32
     lr: float = 1e-3
     weight_decay: float = 0.01

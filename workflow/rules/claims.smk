@@ -4,20 +4,20 @@ localrules:
 
 rule claims:
     input:
-        **({"conv1d": "results/tables/conv1d.csv"} if CONV1D_FAMILIES else {}),
+        **({"conv1d": TABLES["conv1d"]} if CONV1D_FAMILIES else {}),
         **(
             {
-                "pretrained_probes": "results/tables/pretrained_probes.csv",
-                "pretrained_ablations": "results/tables/pretrained_ablations.csv",
+                "pretrained_probes": TABLES["pretrained_probes"],
+                "pretrained_ablations": TABLES["pretrained_ablations"],
             }
             if PRETRAINED
             else {}
         ),
-        **({"patching": "results/tables/patching.csv"} if PATCHING_TASKS else {}),
-        behaviour="results/tables/behaviour.csv",
-        probes="results/tables/probes.csv",
-        ablations="results/tables/ablations.csv",
-        readability="results/tables/readability_vs_causality.csv",
+        **({"patching": TABLES["patching"]} if PATCHING_TASKS else {}),
+        behaviour=TABLES["behaviour"],
+        probes=TABLES["probes"],
+        ablations=TABLES["ablations"],
+        readability=TABLES["readability_vs_causality"],
     output:
         table=report(
             "results/claims.csv", caption="../report/claims.rst", category="Claims"

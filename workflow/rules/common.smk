@@ -176,10 +176,12 @@ def train_priority(wildcards):
     """Pretrained fine-tuning first, then the families by training time, longest first
     (registry.TRAINING_TIME_ORDER). Snakemake starts the ready jobs of highest priority
     first; longest first keeps a long job from starting last and running alone while the
-    other cores idle (a 260 s Mamba-2 job did, in a 2-core run)."""
+    other cores idle (a 260 s Mamba-2 job did, in a 2-core run). A family not yet timed
+    there starts last."""
     if is_pretrained(wildcards):
         return len(TRAINING_TIME_ORDER) + 1
-    return TRAINING_TIME_ORDER.index(base_arch(wildcards.arch)) + 1
+    family = base_arch(wildcards.arch)
+    return TRAINING_TIME_ORDER.index(family) + 1 if family in TRAINING_TIME_ORDER else 0
 
 
 def gpu_jobs():
@@ -269,71 +271,64 @@ def model_output(path):
     return protected(path) if config["training"]["protect_checkpoints"] else path
 
 
+# Every aggregate table the rules share, named once: rules write and read them by key.
+TABLES = {
+    name: f"results/tables/{name}.csv"
+    for name in (
+        "behaviour",
+        "probes",
+        "ablations",
+        "readability_vs_causality",
+        "params",
+        "training",
+        "learning_curves",
+        "behaviour_summary",
+        "probe_summary",
+        "profile_shapes",
+        "codedepth_corpus",
+        "conv1d",
+        "conv1d_summary",
+        "pretrained_behaviour",
+        "pretrained_probes",
+        "pretrained_ablations",
+        "patching",
+        "sweep",
+    )
+}
+
+
 def final_outputs():
-    depths = [
-        f"results/tables/{task}_depths.csv"
-        for task in TASKS
-        if task in ("dyck", "codedepth")
+    """The default target: the outputs of the rules that end the study, as those rules
+    name them (called by rule all, once every rule file is read)."""
+    outputs = [
+        rules.claims.output,
+        rules.params_table.output,
+        rules.training_tables.output,
+        rules.probes_table.output,
+        rules.summary_tables.output,
+        rules.readability_table.output,
+        expand(rules.aggregate_table.output[0], stage=["behaviour", "ablations"]),
+        expand(
+            rules.depth_table.output[0],
+            task=[task for task in TASKS if task in ("dyck", "codedepth")],
+        ),
+        rules.learning_curves_figure.output,
+        rules.probe_profiles_figure.output,
+        rules.behaviour_figure.output,
+        rules.ablation_figures.output,
     ]
-    corpus = ["results/tables/codedepth_corpus.csv"] if "codedepth" in TASKS else []
-    conv1d = (
-        [
-            "results/tables/conv1d.csv",
-            "results/tables/conv1d_summary.csv",
-            "results/figures/conv1d.png",
-            "results/figures/conv1d.pdf",
+    if "codedepth" in TASKS:
+        outputs.append(rules.code_corpus.output.table)
+    if CONV1D_FAMILIES:
+        outputs += [rules.conv1d_tables.output, rules.conv1d_figure.output]
+    if PRETRAINED:
+        outputs += [
+            expand(
+                rules.pretrained_table.output[0],
+                stage=["behaviour", "probes", "ablations"],
+            ),
+            rules.pretrained_figure.output,
         ]
-        if CONV1D_FAMILIES
-        else []
-    )
-    pretrained = (
-        [
-            "results/tables/pretrained_behaviour.csv",
-            "results/tables/pretrained_probes.csv",
-            "results/tables/pretrained_ablations.csv",
-            "results/figures/pretrained_profiles.png",
-            "results/figures/pretrained_profiles.pdf",
-        ]
-        if PRETRAINED
-        else []
-    )
-    patching = (
-        [
-            "results/tables/patching.csv",
-            "results/figures/patching.png",
-            "results/figures/patching.pdf",
-        ]
-        if PATCHING_TASKS
-        else []
-    )
-    return (
-        depths
-        + conv1d
-        + pretrained
-        + patching
-        + corpus
-        + [
-            "results/claims.csv",
-            "results/claims.md",
-            "results/tables/params.csv",
-            "results/tables/training.csv",
-            "results/tables/learning_curves.csv",
-            "results/figures/learning_curves.png",
-            "results/figures/learning_curves.pdf",
-            "results/tables/behaviour.csv",
-            "results/tables/probes.csv",
-            "results/tables/behaviour_summary.csv",
-            "results/tables/probe_summary.csv",
-            "results/tables/profile_shapes.csv",
-            "results/tables/ablations.csv",
-            "results/tables/readability_vs_causality.csv",
-            "results/figures/ablations.png",
-            "results/figures/ablations.pdf",
-            "results/figures/ablation_ood.png",
-            "results/figures/ablation_ood.pdf",
-            "results/figures/probe_profiles.png",
-            "results/figures/probe_profiles.pdf",
-            "results/figures/behaviour.png",
-            "results/figures/behaviour.pdf",
-        ]
-    )
+    if PATCHING_TASKS:
+        outputs += [rules.patching_table.output, rules.patching_figure.output]
+    return outputs

@@ -30,7 +30,7 @@ rule conv1d_inference:
 
 rule conv1d_tables:
     input:
-        behaviour="results/tables/behaviour.csv",
+        behaviour=TABLES["behaviour"],
         inference=expand(
             "results/conv1d/{arch}/{task}/seed{seed}.csv",
             arch=CONV1D_FAMILIES,
@@ -38,9 +38,9 @@ rule conv1d_tables:
             seed=SEEDS,
         ),
     output:
-        table="results/tables/conv1d.csv",
+        table=TABLES["conv1d"],
         summary=report(
-            "results/tables/conv1d_summary.csv",
+            TABLES["conv1d_summary"],
             caption="../report/table.rst",
             category="Tables",
         ),
@@ -58,7 +58,7 @@ rule conv1d_tables:
 
 rule conv1d_figure:
     input:
-        "results/tables/conv1d_summary.csv",
+        TABLES["conv1d_summary"],
     output:
         png=report(
             "results/figures/conv1d.png",

@@ -22,7 +22,7 @@ rule code_corpus:
     output:
         corpus=CODE_CORPUS,
         table=report(
-            "results/tables/codedepth_corpus.csv",
+            TABLES["codedepth_corpus"],
             caption="../report/table.rst",
             category="Tables",
         ),

@@ -7,8 +7,8 @@ localrules:
 
 rule learning_curves_figure:
     input:
-        curves="results/tables/learning_curves.csv",
-        training="results/tables/training.csv",
+        curves=TABLES["learning_curves"],
+        training=TABLES["training"],
     output:
         png=report(
             "results/figures/learning_curves.png",
@@ -28,7 +28,7 @@ rule learning_curves_figure:
 
 rule probe_profiles_figure:
     input:
-        "results/tables/probes.csv",
+        TABLES["probes"],
     output:
         png=report(
             "results/figures/probe_profiles.png",
@@ -50,7 +50,7 @@ rule probe_profiles_figure:
 
 rule behaviour_figure:
     input:
-        "results/tables/behaviour.csv",
+        TABLES["behaviour"],
     output:
         png=report(
             "results/figures/behaviour.png",
@@ -72,8 +72,8 @@ rule behaviour_figure:
 
 rule ablation_figures:
     input:
-        ablations="results/tables/ablations.csv",
-        readability="results/tables/readability_vs_causality.csv",
+        ablations=TABLES["ablations"],
+        readability=TABLES["readability_vs_causality"],
     output:
         profiles_png=report(
             "results/figures/ablations.png",

@@ -30,10 +30,10 @@ rule interventions:
 
 rule readability_table:
     input:
-        probes="results/tables/probes.csv",
-        ablations="results/tables/ablations.csv",
+        probes=TABLES["probes"],
+        ablations=TABLES["ablations"],
     output:
-        "results/tables/readability_vs_causality.csv",
+        TABLES["readability_vs_causality"],
     log:
         "results/logs/tables/readability_vs_causality.log",
     benchmark:

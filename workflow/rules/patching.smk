@@ -36,7 +36,7 @@ rule patching_table:
         + pretrained_runs(f"results/patching/{RUN}.csv", PATCHING_TASKS),
     output:
         report(
-            "results/tables/patching.csv",
+            TABLES["patching"],
             caption="../report/table.rst",
             category="Patching",
         ),
@@ -52,7 +52,7 @@ rule patching_table:
 
 rule patching_figure:
     input:
-        "results/tables/patching.csv",
+        TABLES["patching"],
     output:
         png=report(
             "results/figures/patching.png",

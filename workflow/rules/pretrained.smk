@@ -46,8 +46,8 @@ rule pretrained_table:
 
 rule pretrained_figure:
     input:
-        probes="results/tables/pretrained_probes.csv",
-        ablations="results/tables/pretrained_ablations.csv",
+        probes=TABLES["pretrained_probes"],
+        ablations=TABLES["pretrained_ablations"],
     output:
         png=report(
             "results/figures/pretrained_profiles.png",

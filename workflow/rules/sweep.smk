@@ -11,7 +11,7 @@ localrules:
 
 rule sweep:
     input:
-        "results/tables/sweep.csv",
+        TABLES["sweep"],
         "results/figures/sweep.png",
         "results/figures/sweep.pdf",
 
@@ -53,7 +53,7 @@ rule sweep_table:
         sweep_runs(),
     output:
         report(
-            "results/tables/sweep.csv",
+            TABLES["sweep"],
             caption="../report/table.rst",
             category="Sweep",
         ),
@@ -69,7 +69,7 @@ rule sweep_table:
 
 rule sweep_figure:
     input:
-        "results/tables/sweep.csv",
+        TABLES["sweep"],
     output:
         png=report(
             "results/figures/sweep.png",

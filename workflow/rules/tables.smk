@@ -34,7 +34,7 @@ rule probes_table:
         untrained=per_run(f"results/probes/{UNTRAINED_RUN}.csv"),
     output:
         report(
-            "results/tables/probes.csv",
+            TABLES["probes"],
             caption="../report/table.rst",
             category="Tables",
         ),
@@ -52,7 +52,7 @@ rule params_table:
     input:
         per_run(f"{MODEL_DIR}/model.json"),
     output:
-        "results/tables/params.csv",
+        TABLES["params"],
     log:
         "results/logs/tables/params.log",
     benchmark:
@@ -71,11 +71,11 @@ rule training_tables:
         history=per_run(f"{MODEL_DIR}/train_log.csv"),
     output:
         training=report(
-            "results/tables/training.csv",
+            TABLES["training"],
             caption="../report/table.rst",
             category="Tables",
         ),
-        curves="results/tables/learning_curves.csv",
+        curves=TABLES["learning_curves"],
     log:
         "results/logs/tables/training.log",
     benchmark:
@@ -111,13 +111,13 @@ rule depth_table:
 
 rule summary_tables:
     input:
-        behaviour="results/tables/behaviour.csv",
-        probes="results/tables/probes.csv",
+        behaviour=TABLES["behaviour"],
+        probes=TABLES["probes"],
     output:
-        behaviour="results/tables/behaviour_summary.csv",
-        probes="results/tables/probe_summary.csv",
+        behaviour=TABLES["behaviour_summary"],
+        probes=TABLES["probe_summary"],
         profile_shapes=report(
-            "results/tables/profile_shapes.csv",
+            TABLES["profile_shapes"],
             caption="../report/table.rst",
             category="Tables",
         ),

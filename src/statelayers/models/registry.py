@@ -2,8 +2,9 @@
 
 The Snakefile reads it at parse time and the figure jobs read it for their legends,
 so neither pays for importing torch. An architecture is one :class:`Arch` row here;
-the config schema's enum lists the same names (a test checks), and a new family also
-needs its builder in :mod:`statelayers.models.tagger`.
+the config schema's enum lists the same names (a test checks). A stack of torch RNN
+layers needs only its row (``rnn_cell``); another new family also needs its builder in
+:mod:`statelayers.models.tagger` (docs/extending.md).
 """
 
 from __future__ import annotations
@@ -26,14 +27,16 @@ class Arch:
     """Step of its width knob in parameter matching; ``None``: no knob (count kept)."""
     hf_model_type: str | None = None
     """transformers' ``model_type`` of a pretrained backbone of this family, if any."""
+    rnn_cell: str | None = None
+    """For a stack of single-layer torch RNNs: the ``torch.nn`` class of its layers."""
 
 
 _ROWS = (  # name, family, display name, colour, marker, width-knob step
     Arch("transformer", "transformer", "Transformer", "#1f77b4", "o", 16, hf_model_type="gpt_neox"),
     Arch("mamba", "mamba", "Mamba", "#d62728", "s", 16, hf_model_type="mamba"),
     Arch("mamba2", "mamba2", "Mamba-2", "#ff7f0e", "D", 1, hf_model_type="mamba2"),
-    Arch("lstm", "lstm", "LSTM", "#2ca02c", "^"),
-    Arch("gru", "gru", "GRU", "#9467bd", "v"),
+    Arch("lstm", "lstm", "LSTM", "#2ca02c", "^", rnn_cell="LSTM"),
+    Arch("gru", "gru", "GRU", "#9467bd", "v", rnn_cell="GRU"),
     # Conv1D-ablated twins: the base family with every block's Conv1D fixed to identity,
     # built with the base family's options and trained with its settings.
     Arch("mamba_noconv", "mamba", "Mamba without Conv1D", "#e377c2", "P", 16),
@@ -50,7 +53,10 @@ NO_CONV = {arch.name: arch.family for arch in _ROWS if arch.family != arch.name}
 SSM = ("mamba", "mamba2")
 """The state-space families: their mixers have a Conv1D and run under a Mamba backend."""
 RECURRENT = ("lstm", "gru")
-"""The recurrent families: stacks of single-layer torch RNNs, without a width knob."""
+"""The paper's recurrent baselines (finding 1 compares them with the SSMs and the Transformer)."""
+RNN_CELLS = {arch.name: arch.rnn_cell for arch in _ROWS if arch.rnn_cell}
+"""Architectures built as stacks of single-layer torch RNNs -> the ``torch.nn`` class;
+a new one needs only its row here (and its name in the config schema's enum)."""
 TRAINING_TIME_ORDER = ("lstm", "gru", "transformer", "mamba", "mamba2")
 """The families by training-job wall time at the default scale, shortest first (README,
 "Cost at the default scale"): the workflow starts the longest first."""

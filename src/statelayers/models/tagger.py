@@ -31,7 +31,7 @@ from torch import nn
 
 from statelayers import io
 from statelayers.models.pretrained import pretrained_backbone
-from statelayers.models.registry import NO_CONV, RECURRENT, REGISTRY, SSM, base_arch
+from statelayers.models.registry import NO_CONV, REGISTRY, RNN_CELLS, SSM, base_arch
 from statelayers.models.spec import ModelSpec
 from statelayers.tasks.formal import task_spec
 
@@ -121,7 +121,7 @@ def _hf_backbone(spec: ModelSpec) -> nn.Module:
 
 
 class RecurrentLayer(nn.Module):
-    """One single-layer LSTM/GRU that returns only its output sequence."""
+    """One single-layer torch RNN (LSTM, GRU, ...) that returns only its output sequence."""
 
     def __init__(self, cell: type[nn.RNNBase], d_model: int):
         super().__init__()
@@ -134,7 +134,7 @@ class RecurrentLayer(nn.Module):
 class RecurrentStack(nn.Module):
     def __init__(self, spec: ModelSpec):
         super().__init__()
-        cell = {"lstm": nn.LSTM, "gru": nn.GRU}[spec.arch]
+        cell = getattr(nn, RNN_CELLS[spec.arch])
         self.embedding = nn.Embedding(spec.vocab_size, spec.d_model)
         self.layers = nn.ModuleList(RecurrentLayer(cell, spec.d_model) for _ in range(spec.n_layers))
 
@@ -166,7 +166,7 @@ class SequenceTagger(nn.Module):
         super().__init__()
         self.spec = spec
         if backbone is None:
-            backbone = RecurrentStack(spec) if spec.arch in RECURRENT else _hf_backbone(spec)
+            backbone = RecurrentStack(spec) if spec.arch in RNN_CELLS else _hf_backbone(spec)
         self.backbone = backbone
         self.head = nn.Linear(spec.d_model, spec.num_classes)
         ids = None if spec.token_ids is None else torch.tensor(spec.token_ids)

@@ -207,12 +207,3 @@ def replace_section(readme: str, section: str) -> str:
         raise ValueError(f"README must contain {START} and {END} exactly once")
     head, rest = readme.split(START)
     return head + section + rest.split(END)[1]
-
-
-def complete_run(log_text: str) -> tuple[int, str] | None:
-    """(jobs, elapsed time) of a Snakemake log that ran to completion, else ``None``."""
-    import re
-
-    done = re.findall(r"^(\d+) of \1 steps \(100%\) done$", log_text, re.M)
-    elapsed = re.search(r"^Elapsed time: (\d+:\d\d:\d\d)", log_text, re.M)
-    return (int(done[-1]), elapsed.group(1)) if done and elapsed else None

@@ -295,7 +295,8 @@ class Windows:
         if total == 0:
             raise ValueError(
                 f"no file of split {split!r} has {length} tokens "
-                f"({len(self.ids)} files tokenized, {skipped} skipped); use shorter windows or a larger corpus"
+                f"({len(self.ids)} files tokenized, {skipped} skipped); "
+                "use shorter windows or a larger corpus"
             )
         self.stats = {
             "files": len(self.ids),
