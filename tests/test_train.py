@@ -48,11 +48,11 @@ def validation(tmp_path):
     return path
 
 
-def run(validation, out, **settings):
+def run(validation, out, spec=SPEC, seed=0, **settings):
     train_checkpoint(
-        SPEC,
+        spec,
         TRAINING | settings,
-        seed=0,
+        seed=seed,
         device="cpu",
         mamba=None,
         data_seed=0,
@@ -169,18 +169,7 @@ def test_an_untrained_twin_holds_the_weights_its_run_started_from(tmp_path, vali
 
     monkeypatch.setattr(training, "train", record_then_train)
     spec = SPEC | {"arch": arch}
-    train_checkpoint(
-        spec,
-        TRAINING,
-        seed=5,
-        device="cpu",
-        mamba=None,
-        data_seed=0,
-        train_length=10,
-        validation_path=str(validation),
-        out_dir=tmp_path / "trained",
-        history_path=tmp_path / "trained" / "train_log.csv",
-    )
+    run(validation, tmp_path / "trained", spec=spec, seed=5)
     untrained_checkpoint(spec, seed=5, out_dir=tmp_path / "untrained")
     twin = torch.load(tmp_path / "untrained" / "model.pt", weights_only=True)
     trained = torch.load(tmp_path / "trained" / "model.pt", weights_only=True)
