@@ -77,19 +77,24 @@ def test_behaviour_table_has_a_row_per_task_and_arch_and_a_column_per_length():
 
 def test_section_replaces_only_the_marked_block():
     claims = pd.DataFrame(
-        [{"finding": 1, "verdict": "not reproduced", "reason": "CI below the bound", "scale": "2 seeds"}]
+        [
+            {
+                "finding": 1,
+                "verdict": "not reproduced",
+                "reason": "CI below the bound",
+                "rests_on": "n = 3 per sub-claim; 95% Student t intervals; margins: token accuracy 0.01",
+                "scale": "3 seeds",
+            }
+        ]
     )
     section = results_section(claims, summary(), training(), date="2026-11-30", run_time="87 jobs")
     readme = f"# Title\n\nintro\n{START}\nold numbers\n{END}\n## Next\n"
     updated = replace_section(readme, section)
     assert updated.startswith("# Title\n\nintro\n") and updated.endswith("\n## Next\n")
-    assert "old numbers" not in updated and "| 1 | **not reproduced** | CI below the bound |" in updated
-    assert "2026-11-30" in updated and "2 seeds" in updated
-    assert "both seeds agree, not that the difference is significant" in updated  # n_seeds is 2
-    three_seeds = results_section(
-        claims, summary().assign(n_seeds=3), training(), date="2026-11-30", run_time="87 jobs"
-    )
-    assert "both seeds agree" not in three_seeds
+    assert "old numbers" not in updated
+    assert "| 1 | **not reproduced** | CI below the bound | n = 3 per sub-claim; 95% Student t" in updated
+    assert "2026-11-30" in updated and "3 seeds" in updated
+    assert "no sub-claim is decided from fewer than 3 seeds" in updated and "token accuracy 0.01" in updated
     assert replace_section(updated, section) == updated  # idempotent
     with pytest.raises(ValueError):
         replace_section("no markers", section)
@@ -104,7 +109,9 @@ def test_complete_run_reads_jobs_and_elapsed_time_of_finished_logs_only():
 
 
 def test_conv1d_table_appears_only_when_given_and_marks_significance():
-    claims = pd.DataFrame([{"finding": 7, "verdict": "reproduced", "reason": "", "scale": "2 seeds"}])
+    claims = pd.DataFrame(
+        [{"finding": 7, "verdict": "reproduced", "reason": "", "rests_on": "", "scale": "2 seeds"}]
+    )
     conv1d = pd.DataFrame(
         [
             {

@@ -1,12 +1,13 @@
-"""Bootstrap summaries and profile-shape metrics on hand-made tables."""
+"""Seed-level intervals (their coverage at the study's seed counts) and profile-shape metrics."""
 
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
-from statelayers.report.stats import PROFILE_GAINS, BootstrapConfig, mean_ci, profile_shapes, summarize
+from statelayers.report.stats import PROFILE_GAINS, mean_ci, profile_shapes, summarize
 
 
 def test_interval_contains_the_mean_and_narrows_with_more_seeds():
@@ -19,14 +20,74 @@ def test_interval_contains_the_mean_and_narrows_with_more_seeds():
     assert lo2 < 0.7 < hi2
 
 
-def test_degenerate_inputs():
+def test_one_value_has_no_interval_and_a_continuous_constant_has_zero_width():
     assert mean_ci([0.5])[0] == 0.5 and math.isnan(mean_ci([0.5])[1])
     assert mean_ci([1.0, 1.0, 1.0]) == (1.0, 1.0, 1.0)
 
 
-def test_two_seeds_give_at_most_their_range():
-    mean, low, high = mean_ci([0.6, 0.8], BootstrapConfig(resamples=999))
-    assert math.isclose(mean, 0.7) and 0.6 <= low <= high <= 0.8
+def test_the_interval_is_students_t():
+    values = [0.6, 0.7, 0.8]
+    mean, low, high = mean_ci(values)
+    half = stats.t.ppf(0.975, 2) * np.std(values, ddof=1) / math.sqrt(3)
+    assert math.isclose(mean, 0.7) and math.isclose(high - mean, half) and math.isclose(mean - low, half)
+
+
+def test_zero_spread_on_a_grid_is_not_certainty():
+    """Three seeds agreeing on a one-block difference: sd floored at 1/sqrt(12)."""
+    mean, low, high = mean_ci([1, 1, 1], resolution=1.0)
+    half = stats.t.ppf(0.975, 2) / math.sqrt(12) / math.sqrt(3)
+    assert mean == 1 and math.isclose(high - 1, half) and 0.25 < low < 0.5
+    five = mean_ci([1] * 5, resolution=1.0)
+    assert 0.5 < five[1] < 1 < five[2] < 1.5
+    spread = [0, 1, 2]  # a real spread larger than the floor is used as it is
+    assert mean_ci(spread, resolution=1.0) == mean_ci(spread)
+
+
+DRAWS = 2000
+DISTRIBUTIONS = {  # name: (sampler, true mean)
+    "normal": (lambda rng, shape: rng.normal(0.7, 0.05, shape), 0.7),
+    "gamma(9), skewness 2/3": (lambda rng, shape: rng.gamma(9.0, 0.01, shape), 0.09),
+}
+
+
+def coverage(values, true_mean, interval):
+    lows, highs = interval(values)
+    return float(np.mean((lows <= true_mean) & (true_mean <= highs)))
+
+
+def t_interval(values):
+    rows = [mean_ci(row) for row in values]
+    return np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
+
+
+def percentile_bootstrap(values, resamples=999, seed=0):
+    """The interval the claims used before: percentile bootstrap of the mean over seeds."""
+    index = np.random.default_rng(seed).integers(0, values.shape[1], (resamples, values.shape[1]))
+    means = values[:, index].mean(axis=2)
+    return np.quantile(means, 0.025, axis=1), np.quantile(means, 0.975, axis=1)
+
+
+@pytest.mark.parametrize("n", [3, 5])
+@pytest.mark.parametrize("distribution", DISTRIBUTIONS)
+def test_the_interval_covers_the_true_mean_at_the_studys_seed_counts(distribution, n):
+    """95 % nominal: the t interval covers >= 93 % of 2000 draws of n seeds; the
+    percentile bootstrap on the same draws covers under 90 % (75-84 % measured).
+    At skewness 1 and beyond t's coverage is at or under 93 %
+    (benchmarks/interval_coverage.csv), too close for a 2000-draw test to decide."""
+    sampler, true_mean = DISTRIBUTIONS[distribution]
+    values = sampler(np.random.default_rng(n), (DRAWS, n))
+    t_coverage = coverage(values, true_mean, t_interval)
+    bootstrap_coverage = coverage(values, true_mean, percentile_bootstrap)
+    print(f"{distribution}, n={n}: t {t_coverage:.3f}, percentile bootstrap {bootstrap_coverage:.3f}")
+    assert t_coverage >= 0.93
+    assert bootstrap_coverage < 0.90
+
+
+def test_the_interval_under_covers_strong_skew_as_documented():
+    """Exponential seeds (skewness 2): t covers about 88 %, still above the bootstrap."""
+    values = np.random.default_rng(0).exponential(1.0, (DRAWS, 3))
+    t_coverage, bootstrap_coverage = (coverage(values, 1.0, f) for f in (t_interval, percentile_bootstrap))
+    assert 0.85 < t_coverage < 0.92 and bootstrap_coverage < t_coverage
 
 
 def probe_rows(arch, task, seed, accuracies):

@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
+
 REPO = Path(__file__).resolve().parents[1]
 HEADER = "s\th:m:s\tmax_rss\tmax_vms\tmax_uss\tmax_pss\tio_in\tio_out\tmean_load\tcpu_time\n"
 
@@ -44,7 +46,7 @@ def test_readme_results_names_the_full_run_then_its_overlay_and_adds_conv1d_when
     (logs / "2026-12-01T050000.000001.snakemake.log").write_text("1 of 9 steps (11%) done\n")  # failed
     tables = tmp_path / "results" / "tables"
     tables.mkdir(parents=True)
-    claims = "finding,verdict,reason,measured,paper,scale\n7,reproduced,ok,m: +1 [+1 to +2],p,2 seeds\n"
+    claims = "finding,verdict,reason,measured,rests_on,paper,scale\n7,reproduced,ok,m: +1 [+1 to +2],n = 3,p,3 seeds\n"
     (tmp_path / "results" / "claims.csv").write_text(claims)
     (tables / "behaviour_summary.csv").write_text(
         "arch,task,eval_length,metric,mean,ci_low,ci_high,n_seeds\nlstm,parity,40,token_accuracy,1.0,1.0,1.0,2\n"
@@ -78,3 +80,40 @@ def test_readme_results_names_the_full_run_then_its_overlay_and_adds_conv1d_when
     subprocess.run(tool, cwd=tmp_path, check=True, capture_output=True)
     assert "Conv1D ablation" not in readme.read_text()
     assert "| parity | LSTM | **0.995 ✓ 150** |" in readme.read_text()
+
+
+def write_claims(results, statuses, verdict):
+    """A results directory whose finding 1 has sub-claims with these statuses."""
+    results.mkdir(parents=True)
+    pd.DataFrame([{"finding": 1, "verdict": verdict}]).to_csv(results / "claims.csv", index=False)
+    rows = [
+        {
+            "finding": 1,
+            "reading": "gated",
+            "subclaim": name,
+            "n": 3,
+            "mean": 0.02,
+            "ci_low": 0.015,
+            "ci_high": 0.025,
+            "status": status,
+        }
+        for name, status in statuses.items()
+    ]
+    pd.DataFrame(rows).to_csv(results / "subclaims.csv", index=False)
+
+
+def test_compare_claims_prints_the_sub_claims_whose_status_moved_and_only_those(tmp_path):
+    tool = [sys.executable, str(REPO / "tools" / "compare_claims.py"), "a", "b"]
+    write_claims(tmp_path / "a", {"x": "supported", "y": "unresolved"}, "inconclusive")
+    write_claims(tmp_path / "b", {"x": "supported", "y": "unresolved"}, "inconclusive")
+    same = subprocess.run(tool, cwd=tmp_path, capture_output=True, text=True)
+    assert same.returncode == 0 and "identical" in same.stdout
+    write_claims(tmp_path / "c", {"x": "supported", "y": "contradicted", "z": "supported"}, "not reproduced")
+    moved = subprocess.run([*tool[:-1], "c"], cwd=tmp_path, capture_output=True, text=True)
+    assert moved.returncode == 1
+    assert "1 verdict(s) differ" in moved.stdout and "not reproduced" in moved.stdout
+    assert "2 sub-claim status(es) differ" in moved.stdout
+    lines = moved.stdout.splitlines()
+    assert any(" y " in f" {line} " and "unresolved" in line and "contradicted" in line for line in lines)
+    assert any("absent" in line and " z " in f" {line} " for line in lines)
+    assert not any(" x " in f" {line} " for line in lines)

@@ -170,6 +170,10 @@ def test_claims_check_gives_a_verdict_per_finding(workdir):
     assert claims.set_index("finding").loc[2, "reason"].startswith("mamba did not learn parity (accuracy")
     assert "Runs that learned their task" in (workdir / "results" / "claims.md").read_text()
     assert "| 5 |" in (workdir / "results" / "claims.md").read_text()
+    subclaims = pd.read_csv(workdir / "results" / "subclaims.csv")
+    assert {"reading", "margin", "n", "seeds", "interval", "ci_low", "ci_high", "status"} <= set(subclaims)
+    assert set(subclaims["reading"]) == {"gated", "on_gains", "ungated"}
+    assert not subclaims["status"].isin(["supported", "contradicted"]).any()  # one seed decides nothing
 
 
 def test_html_report_builds_with_figures_tables_and_claims(workdir):

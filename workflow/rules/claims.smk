@@ -22,6 +22,7 @@ rule claims:
         table=report(
             "results/claims.csv", caption="../report/claims.rst", category="Claims"
         ),
+        subclaims="results/subclaims.csv",
         markdown="results/claims.md",
     log:
         "results/logs/claims.log",
@@ -30,7 +31,7 @@ rule claims:
     conda:
         CONDA_ENV
     params:
-        bootstrap=config["statistics"],
+        statistics=config["statistics"],
         scale=settings.run_scale(config, PRETRAINED, PATCHING_TASKS),
         train_length=TRAIN_LENGTH,
     script:

@@ -51,7 +51,7 @@ rule conv1d_tables:
     conda:
         CONDA_ENV
     params:
-        bootstrap=config["statistics"],
+        statistics=config["statistics"],
     script:
         "../scripts/conv1d_tables.py"
 

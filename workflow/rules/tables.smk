@@ -128,6 +128,6 @@ rule summary_tables:
     conda:
         CONDA_ENV
     params:
-        bootstrap=config["statistics"],
+        statistics=config["statistics"],
     script:
         "../scripts/summary_tables.py"

@@ -4,15 +4,16 @@ import pandas as pd
 
 from statelayers import io, runtime
 from statelayers.report.claims import check_claims, claims_markdown, learned_runs
-from statelayers.report.stats import BootstrapConfig
+from statelayers.report.stats import IntervalConfig
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])
 tables = {name: pd.read_csv(path) for name, path in sm.input.items()}
 train_length = sm.params.train_length
-claims = check_claims(
-    **tables, scale=sm.params.scale, train_length=train_length, config=BootstrapConfig(**sm.params.bootstrap)
+check = check_claims(
+    **tables, scale=sm.params.scale, train_length=train_length, config=IntervalConfig(**sm.params.statistics)
 )
-io.write_csv(claims, sm.output.table)
-markdown = claims_markdown(claims, learned_runs(tables["behaviour"], train_length), train_length)
+io.write_csv(check.verdicts, sm.output.table)
+io.write_csv(check.subclaims, sm.output.subclaims)
+markdown = claims_markdown(check, learned_runs(tables["behaviour"], train_length), train_length)
 io.write_with(lambda tmp: tmp.write_text(markdown), sm.output.markdown)

@@ -3,11 +3,20 @@
 The rules were written down before any result was looked at and are applied unchanged
 whatever the scale. Each finding is a list of sub-claims; each sub-claim is a quantity
 computed per seed (differences between architectures are paired by seed) whose 95 %
-bootstrap interval over seeds (:mod:`statelayers.report.stats`) is compared with a bound:
+Student-t interval over seeds (:mod:`statelayers.report.stats`) is compared with a bound
+and a margin of practical equivalence (:data:`MARGINS`, one per kind of quantity, fixed
+before the first run with them was looked at). A sub-claim is one of two kinds:
 
-- *supported* when the whole interval lies on the claimed side of the bound,
-- *contradicted* when the whole interval lies on the other side,
-- *unresolved* otherwise (or with a single seed, which has no interval).
+- ``greater`` (the value exceeds the bound: "A beats B" is A - B > 0): *supported* when
+  the whole interval lies above ``bound + margin``; *contradicted* when it lies below
+  ``bound + margin``, i.e. inside the margin (no practical difference) or beyond it on
+  the other side;
+- ``at_least`` (the value reaches the bound: "accuracy >= 0.99"): *supported* when the
+  whole interval lies above ``bound - margin`` (at or above the bound, or equivalent to
+  it); *contradicted* when it lies below ``bound - margin``;
+
+and *unresolved* otherwise. No sub-claim is decided from fewer than :data:`MIN_SEEDS`
+per-seed values: it is unresolved with the reason "fewer than 3 seeds".
 
 A finding is ``reproduced`` when every sub-claim is supported, ``not reproduced`` when
 any sub-claim is contradicted, and ``inconclusive`` otherwise; a finding whose stage,
@@ -60,6 +69,11 @@ paper's ``L{b-1}``. Sub-claims per finding:
    beside it in ``conv1d_summary.csv``.
 
 Findings 1-5 concern the five families; Conv1D-ablated twins enter finding 7 only.
+
+Three readings of findings 2-5 are reported: the verdicts use the runs that learned and
+the probe accuracy; ``on_gains`` repeats 2-4 on the gain over the untrained twin; and
+``ungated`` repeats 2-5 on every run, learned or not, the way the paper reads its S3
+profiles of models that did not solve S3. Only the first decides a verdict.
 """
 
 from __future__ import annotations
@@ -70,14 +84,53 @@ import pandas as pd
 
 from statelayers.models.registry import FAMILIES, RECURRENT, SSM
 from statelayers.report.conv1d import per_seed_differences
-from statelayers.report.stats import BootstrapConfig, mean_ci, profile_shapes
+from statelayers.report.stats import INTERVAL_KIND, IntervalConfig, mean_ci, profile_shapes
 
 LEARNED_ACCURACY = 0.95
 """Test token accuracy at the training length from which a run counts as having learned its task."""
 GAIN_PROFILE = "gain_over_untrained"
 """The profile findings 2-4 are also reported on (``on_gains``): accuracy minus the untrained twin's."""
-MIN_LEARNED_SEEDS = 2
-"""Learned seeds an architecture needs on a task for a sub-claim about it: an interval needs two."""
+MIN_SEEDS = 3
+"""Per-seed values a sub-claim needs before it is decided: fewer say too little about seed variance."""
+MIN_LEARNED_SEEDS = MIN_SEEDS
+"""Learned seeds an architecture needs on a task for a sub-claim about it."""
+FEWER_SEEDS = f"fewer than {MIN_SEEDS} seeds"
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A kind of per-seed quantity, with its margin of practical equivalence."""
+
+    name: str
+    margin: float
+    """Differences smaller than this are no difference for any finding (same units as the values)."""
+    resolution: float = 0.0
+    """Grid step of the values (0: continuous); see :func:`statelayers.report.stats.mean_ci`."""
+
+
+TOKEN_ACCURACY = Quantity("token accuracy", 0.01)
+"""One percentage point: below any behavioural difference a finding turns on (the paper's
+orderings differ by several points; its non-significant Conv1D effect on Dyck is 4 points)."""
+TOKEN_ACCURACY_PP = Quantity("token accuracy, percentage points", 1.0)
+""":data:`TOKEN_ACCURACY` in the percentage points finding 7 is stated in."""
+PROBE_ACCURACY = Quantity("probe accuracy", 0.02)
+"""Two percentage points of probe accuracy, for probe accuracies and the profile shapes made of
+them: about twice a probe's own sampling error on its held-out tokens (a quarter of 320
+sequences x 40 tokens: standard error <= 0.9 points), and a fifth of the smallest profile
+difference the paper describes (Transformer 76 against Mamba 60 % at L1 on Parity)."""
+LAYER_POSITION = Quantity("layer position", 0.5, resolution=1.0)
+"""Half a block: positions are whole blocks, so less than half a block is no difference in position."""
+ERASURE_DROP = Quantity("erasure drop", 0.01)
+"""One percentage point of token accuracy lost to an erasure (a drop is an accuracy
+difference): the paper's erasures cost tens of points where they matter."""
+RECOVERY = Quantity("patching recovery", 0.02)
+"""Two percent of the clean - corrupted logit difference (the paper's recoveries: 97-98 %)."""
+MARGINS = {
+    q.name: q.margin
+    for q in (TOKEN_ACCURACY, TOKEN_ACCURACY_PP, PROBE_ACCURACY, LAYER_POSITION, ERASURE_DROP, RECOVERY)
+}
+"""Every margin, by kind of quantity (docs/methods.md lists them with their reasons)."""
+
 PAPER = {
     1: "recurrent generalise perfectly on Parity and S3 and beat SSMs and Transformers on Dyck; "
     "S3 ordering recurrent > SSM > Transformer mirrors Parity",
@@ -96,27 +149,60 @@ PAPER = {
 class SubClaim:
     name: str
     per_seed: pd.Series
+    quantity: Quantity
     bound: float = 0.0
-    """Supported when the interval lies above ``bound``."""
+    kind: str = "greater"
+    """``greater``: the value exceeds ``bound``; ``at_least``: it reaches ``bound`` (module docstring)."""
     unlearned: tuple[str, ...] = ()
     """Why it cannot be decided: the models it needs that did not learn their task."""
     note: str = ""
     """Said beside the measured numbers (runs left out of a pooled sub-claim)."""
 
-    def status(self, config: BootstrapConfig) -> tuple[str, str]:
+    def evaluate(self, config: IntervalConfig) -> dict:
+        """Status, reason text and the numbers behind it (a row of ``subclaims.csv``)."""
+        per_seed = self.per_seed.dropna()
+        values = per_seed.to_numpy()
+        seeds = per_seed.index.get_level_values("seed").nunique() if "seed" in per_seed.index.names else len(values)
+        margin = self.quantity.margin
+        row = {
+            "subclaim": self.name,
+            "kind": self.kind,
+            "bound": self.bound,
+            "quantity": self.quantity.name,
+            "margin": margin,
+            "interval": f"{config.confidence:.0%} {INTERVAL_KIND}",
+            "n": len(values),
+            "seeds": seeds,
+            "mean": float("nan"),
+            "ci_low": float("nan"),
+            "ci_high": float("nan"),
+        }
         if self.unlearned:
-            return "unlearned", f"{self.name}: unresolved, {'; '.join(self.unlearned)}"
-        values = self.per_seed.dropna().to_numpy()
+            reason = "; ".join(self.unlearned)
+            return row | {
+                "status": "unlearned",
+                "text": f"{self.name}: unresolved, {reason}",
+                "reason": reason,
+            }
         if len(values) == 0:
-            return "missing", f"{self.name}: no data"
-        mean, low, high = mean_ci(values, config)
-        text = f"{self.name}: {mean:+.3f} [{low:+.3f}, {high:+.3f}] vs {self.bound:+.3f} (n={len(values)})"
+            return row | {"status": "missing", "text": f"{self.name}: no data", "reason": "no data"}
+        mean, low, high = mean_ci(values, config, self.quantity.resolution)
+        row |= {"mean": mean, "ci_low": low, "ci_high": high}
+        sign = ">" if self.kind == "greater" else ">="
+        text = (
+            f"{self.name}: {mean:+.3f} [{low:+.3f}, {high:+.3f}] (n={len(values)}) "
+            f"vs {sign} {self.bound:+.3f}, margin {margin:g}"
+        )
         text += f" ({self.note})" if self.note else ""
-        if len(values) > 1 and low > self.bound:
-            return "supported", text
-        if len(values) > 1 and high < self.bound:
-            return "contradicted", text
-        return "unresolved", text
+        if seeds < MIN_SEEDS:
+            return row | {"status": "unresolved", "text": f"{text}: {FEWER_SEEDS}", "reason": FEWER_SEEDS}
+        edge = self.bound + margin if self.kind == "greater" else self.bound - margin
+        status = "supported" if low > edge else "contradicted" if high < edge else "unresolved"
+        return row | {"status": status, "text": text, "reason": ""}
+
+    def status(self, config: IntervalConfig) -> tuple[str, str]:
+        result = self.evaluate(config)
+        return result["status"], result["text"]
 
 
 @dataclass
@@ -125,26 +211,41 @@ class Finding:
     claims: list[SubClaim] = field(default_factory=list)
     missing: str | None = None
 
-    def statuses(self, config: BootstrapConfig) -> str:
+    def statuses(self, config: IntervalConfig) -> str:
         """Each sub-claim's numbers and status, for reporting beside a verdict."""
         if self.missing:
             return self.missing
         results = [claim.status(config) for claim in self.claims]
         return " | ".join(text if status == "unlearned" else f"{text}: {status}" for status, text in results)
 
-    def verdict(self, config: BootstrapConfig) -> dict:
+    def rests_on(self, config: IntervalConfig) -> str:
+        """What the verdict rests on: seeds, interval kind, the margins of its quantities."""
+        if self.missing or not self.claims:
+            return ""
+        counts = [claim.evaluate(config)["n"] for claim in self.claims if not claim.unlearned]
+        seeds = (
+            f"{min(counts)}-{max(counts)}"
+            if counts and min(counts) != max(counts)
+            else str(counts[0] if counts else 0)
+        )
+        margins = dict.fromkeys(f"{claim.quantity.name} {claim.quantity.margin:g}" for claim in self.claims)
+        return f"n = {seeds} per sub-claim; {config.confidence:.0%} {INTERVAL_KIND} intervals; margins: {', '.join(margins)}"
+
+    def verdict(self, config: IntervalConfig) -> dict:
         if self.missing:
-            return {"verdict": "inconclusive", "reason": self.missing, "measured": ""}
-        results = [claim.status(config) for claim in self.claims]
-        statuses = [status for status, _ in results]
-        measured = " | ".join(text for _, text in results)
+            return {"verdict": "inconclusive", "reason": self.missing, "measured": "", "rests_on": ""}
+        results = [claim.evaluate(config) for claim in self.claims]
+        statuses = [result["status"] for result in results]
+        measured = " | ".join(result["text"] for result in results)
+        rests_on = self.rests_on(config)
         unlearned = list(dict.fromkeys(reason for claim in self.claims for reason in claim.unlearned))
         if unlearned:
             contradicted = [claim.name for claim, s in zip(self.claims, statuses) if s == "contradicted"]
             reason = "; ".join(unlearned)
             if contradicted:
                 reason += " (contradicted among the runs that learned: " + "; ".join(contradicted) + ")"
-            return {"verdict": "inconclusive", "reason": reason, "measured": measured}
+            return {"verdict": "inconclusive", "reason": reason, "measured": measured, "rests_on": rests_on}
+        few = [claim.name for claim, result in zip(self.claims, results) if result["reason"] == FEWER_SEEDS]
         if "contradicted" in statuses:
             verdict, reason = (
                 "not reproduced",
@@ -153,13 +254,21 @@ class Finding:
             )
         elif all(s == "supported" for s in statuses):
             verdict, reason = "reproduced", "every sub-claim supported"
+        elif few:
+            verdict, reason = "inconclusive", f"fewer than {MIN_SEEDS} seeds: " + "; ".join(few)
         else:
             verdict, reason = (
                 "inconclusive",
-                "intervals include the bound: "
+                "intervals do not clear the margin: "
                 + "; ".join(claim.name for claim, s in zip(self.claims, statuses) if s != "supported"),
             )
-        return {"verdict": verdict, "reason": reason, "measured": measured}
+        return {"verdict": verdict, "reason": reason, "measured": measured, "rests_on": rests_on}
+
+    def rows(self, config: IntervalConfig, reading: str) -> list[dict]:
+        """One row per sub-claim for ``subclaims.csv``."""
+        return [
+            {"finding": self.number, "reading": reading, **claim.evaluate(config)} for claim in self.claims
+        ]
 
 
 def learned_runs(behaviour: pd.DataFrame, train_length: int) -> pd.DataFrame:
@@ -235,7 +344,9 @@ def behaviour_finding(behaviour: pd.DataFrame) -> Finding:
                 SubClaim(
                     f"{arch} {name} worst-length accuracy >= 0.99",
                     _by_seed(task(worst_length, name), arch, "token_accuracy"),
+                    TOKEN_ACCURACY,
                     0.99,
+                    "at_least",
                 )
             )
     dyck = task(mean_acc, "dyck")
@@ -244,6 +355,7 @@ def behaviour_finding(behaviour: pd.DataFrame) -> Finding:
             SubClaim(
                 f"dyck recurrent - {other}",
                 _by_seed(dyck, RECURRENT, "token_accuracy") - _by_seed(dyck, other, "token_accuracy"),
+                TOKEN_ACCURACY,
             )
         )
     for name in ("s3", "parity"):
@@ -252,8 +364,8 @@ def behaviour_finding(behaviour: pd.DataFrame) -> Finding:
             _by_seed(frame, a, "token_accuracy") for a in (RECURRENT, SSM, "transformer")
         )
         finding.claims += [
-            SubClaim(f"{name} recurrent - SSM", recurrent - ssm),
-            SubClaim(f"{name} SSM - transformer", ssm - transformer),
+            SubClaim(f"{name} recurrent - SSM", recurrent - ssm, TOKEN_ACCURACY),
+            SubClaim(f"{name} SSM - transformer", ssm - transformer, TOKEN_ACCURACY),
         ]
     return finding
 
@@ -273,8 +385,10 @@ def profile_findings(
     late = lambda name, arch: _by_seed(task(name), arch, f"{prefix}late_concentration")  # noqa: E731
     first = lambda name, arch: _by_seed(task(name), arch, f"{prefix}first_layer_95")  # noqa: E731
 
-    def claim(name: str, per_seed: pd.Series, bound: float, needs: list[tuple[str, str]]) -> SubClaim:
-        return SubClaim(name, per_seed, bound, unlearned=learned.blocking(needs))
+    def claim(
+        name: str, per_seed: pd.Series, quantity: Quantity, kind: str, needs: list[tuple[str, str]]
+    ) -> SubClaim:
+        return SubClaim(name, per_seed, quantity, kind=kind, unlearned=learned.blocking(needs))
 
     jump = Finding(2)
     jump.missing = _requires(archs, {"mamba", "lstm", "transformer"}, "architectures") or _requires(
@@ -287,7 +401,8 @@ def profile_findings(
                     claim(
                         f"{name} {arch} first block at 95 % - last block",
                         first(name, arch) - n_blocks,
-                        -0.5,
+                        LAYER_POSITION,
+                        "at_least",
                         [(arch, name)],
                     )
                 )
@@ -295,7 +410,8 @@ def profile_findings(
                     claim(
                         f"{name} {arch} - transformer late concentration",
                         late(name, arch) - late(name, "transformer"),
-                        0.0,
+                        PROBE_ACCURACY,
+                        "greater",
                         [(arch, name), ("transformer", name)],
                     )
                 )
@@ -309,7 +425,8 @@ def profile_findings(
             claim(
                 "dyck transformer: 2 - first block at 95 %",
                 2 - first("dyck", "transformer"),
-                -0.5,
+                LAYER_POSITION,
+                "at_least",
                 [("transformer", "dyck")],
             )
         )
@@ -318,7 +435,8 @@ def profile_findings(
                 claim(
                     f"dyck {arch} - transformer first block at 95 %",
                     first("dyck", arch) - first("dyck", "transformer"),
-                    0.0,
+                    LAYER_POSITION,
+                    "greater",
                     [(arch, "dyck"), ("transformer", "dyck")],
                 )
             )
@@ -334,7 +452,8 @@ def profile_findings(
                 claim(
                     f"{arch}: |s3 - dyck| - |s3 - parity| late concentration",
                     closer,
-                    0.0,
+                    PROBE_ACCURACY,
+                    "greater",
                     [(arch, "s3"), (arch, "dyck"), (arch, "parity")],
                 )
             )
@@ -373,6 +492,7 @@ def necessity_finding(
                 SubClaim(
                     f"{name} L={length}: probe-direction drop - random drop",
                     at_length.set_index(["arch", "seed"])["excess"],
+                    ERASURE_DROP,
                     unlearned=blocked,
                     note=note,
                 )
@@ -413,11 +533,14 @@ def pretrained_finding(
     middle = [b for b in drop.columns if n_blocks / 3 <= b <= 2 * n_blocks / 3]
     finding.claims += [
         SubClaim(
-            "pythia-160m: middle-third max drop - last-block drop", drop[middle].max(axis=1) - drop[n_blocks]
+            "pythia-160m: middle-third max drop - last-block drop",
+            drop[middle].max(axis=1) - drop[n_blocks],
+            ERASURE_DROP,
         ),
         SubClaim(
             "pythia-160m: best probe block - most necessary block",
             accuracy.drop(columns=0).idxmax(axis=1) - drop.drop(columns=0).idxmax(axis=1),
+            LAYER_POSITION,
         ),
     ]
     drop, accuracy = (
@@ -429,12 +552,19 @@ def pretrained_finding(
         SubClaim(
             "mamba-130m: last-block probe accuracy - best + 0.05",
             accuracy[n_blocks] - accuracy.drop(columns=0).max(axis=1) + 0.05,
+            PROBE_ACCURACY,
+            kind="at_least",
         ),
-        SubClaim("mamba-130m: 0.002 - last-block probe-direction drop", 0.002 - drop[n_blocks]),
+        SubClaim(
+            "mamba-130m: 0.002 - last-block probe-direction drop",
+            0.002 - drop[n_blocks],
+            ERASURE_DROP,
+            kind="at_least",
+        ),
     ]
     if patching is None or "mamba-130m" not in set(patching["arch"]):
         finding.claims.append(
-            SubClaim("mamba-130m: patching recovery - 0.9 (patching did not run)", pd.Series())
+            SubClaim("mamba-130m: patching recovery - 0.9 (patching did not run)", pd.Series(), RECOVERY)
         )
         return finding
     patched = patching[
@@ -449,6 +579,8 @@ def pretrained_finding(
         SubClaim(
             "mamba-130m: mid-position recovery at the last block's input - 0.9",
             patched.groupby("seed")["fraction"].mean() - 0.9,
+            RECOVERY,
+            kind="at_least",
         )
     )
     return finding
@@ -466,11 +598,28 @@ def conv1d_finding(conv1d: pd.DataFrame | None) -> Finding:
         return finding
     lost = {task: -group.set_index("seed")["difference_pp"] for task, group in trained.groupby("task")}
     finding.claims = [
-        SubClaim("s3 accuracy lost without Conv1D (pp)", lost["s3"]),
-        SubClaim("parity accuracy lost without Conv1D (pp)", lost["parity"]),
-        SubClaim("s3 loss - dyck loss (pp)", lost["s3"] - lost["dyck"]),
+        SubClaim("s3 accuracy lost without Conv1D (pp)", lost["s3"], TOKEN_ACCURACY_PP),
+        SubClaim("parity accuracy lost without Conv1D (pp)", lost["parity"], TOKEN_ACCURACY_PP),
+        SubClaim("s3 loss - dyck loss (pp)", lost["s3"] - lost["dyck"], TOKEN_ACCURACY_PP),
     ]
     return finding
+
+
+@dataclass
+class ClaimsCheck:
+    verdicts: pd.DataFrame
+    """``claims.csv``: one row per finding: verdict, reason, measured numbers, what it rests
+    on, the gain and ungated readings, the paper's numbers, the run's scale."""
+    subclaims: pd.DataFrame
+    """``subclaims.csv``: one row per (finding, reading, sub-claim): kind, bound, quantity,
+    margin, interval kind, n (values: seeds, or architecture x seed units when pooled),
+    seeds, mean, ci_low, ci_high, status, reason."""
+
+
+SUBCLAIM_COLUMNS = [
+    "finding", "reading", "subclaim", "kind", "bound", "quantity", "margin",
+    "interval", "n", "seeds", "mean", "ci_low", "ci_high", "status", "reason",
+]  # fmt: skip
 
 
 def check_claims(
@@ -480,73 +629,99 @@ def check_claims(
     readability: pd.DataFrame | None,
     scale: str,
     train_length: int,
-    config: BootstrapConfig = BootstrapConfig(),
+    config: IntervalConfig = IntervalConfig(),
     conv1d: pd.DataFrame | None = None,
     pretrained_probes: pd.DataFrame | None = None,
     pretrained_ablations: pd.DataFrame | None = None,
     patching: pd.DataFrame | None = None,
-) -> pd.DataFrame:
-    """One row per finding 1-7: verdict, reason, measured numbers, the paper's, the run's scale.
+) -> ClaimsCheck:
+    """Verdicts on findings 1-7 and every sub-claim's numbers, in three readings: ``gated``
+    (the verdicts), ``on_gains`` (2-4 on the gain profile) and ``ungated`` (2-5 on every run).
 
     ``train_length`` is where :func:`learned_runs` reads whether a run learned its task.
     """
-    learned = Learned(learned_runs(behaviour, train_length))
+    runs = learned_runs(behaviour, train_length)
+    learned, everyone = Learned(runs), Learned(runs.assign(learned=True))
     findings = [
         behaviour_finding(behaviour),
         *profile_findings(probes, learned),
         necessity_finding(ablations, readability, learned),
-    ]
-    findings += [
         pretrained_finding(pretrained_probes, pretrained_ablations, patching),
         conv1d_finding(conv1d),
     ]
-    on_gains = (
-        {f.number: f.statuses(config) for f in profile_findings(probes, learned, GAIN_PROFILE)}
-        if GAIN_PROFILE in probes
-        else {}
-    )
-    return pd.DataFrame(
+    readings = {
+        "on_gains": profile_findings(probes, learned, GAIN_PROFILE) if GAIN_PROFILE in probes else [],
+        "ungated": [*profile_findings(probes, everyone), necessity_finding(ablations, readability, everyone)],
+    }
+    side = {name: {f.number: f.statuses(config) for f in found} for name, found in readings.items()}
+    verdicts = pd.DataFrame(
         [
             {
                 "finding": f.number,
                 **f.verdict(config),
-                "on_gains": on_gains.get(f.number, ""),
+                **{name: side[name].get(f.number, "") for name in readings},
                 "paper": PAPER[f.number],
                 "scale": scale,
             }
             for f in findings
         ]
     )
+    rows = [row for f in findings for row in f.rows(config, "gated")]
+    rows += [row for name, found in readings.items() for f in found for row in f.rows(config, name)]
+    subclaims = pd.DataFrame(rows, columns=[*SUBCLAIM_COLUMNS, "text"]).drop(columns="text")
+    return ClaimsCheck(verdicts, subclaims)
 
 
-def claims_markdown(claims: pd.DataFrame, learned: pd.DataFrame, train_length: int) -> str:
-    """The claims table, the measured numbers, and which runs learned their task (``learned``:
+def claims_markdown(check: ClaimsCheck, learned: pd.DataFrame, train_length: int) -> str:
+    """The claims table, what each verdict rests on, every sub-claim with its interval,
+    margin and n, the other readings, and which runs learned their task (``learned``:
     :func:`learned_runs`)."""
-    lines = ["| # | verdict | reason | paper |", "|---|---|---|---|"]
-    lines += [f"| {r.finding} | **{r.verdict}** | {r.reason} | {r.paper} |" for r in claims.itertuples()]
-    details = [f"- **{r.finding}**: {r.measured}" for r in claims.itertuples() if r.measured]
-    gains = [
-        f"- **{r.finding}**: {r.on_gains}" for r in claims.itertuples() if pd.notna(r.on_gains) and r.on_gains
+    claims = check.verdicts
+    lines = ["| # | verdict | reason | rests on | paper |", "|---|---|---|---|---|"]
+    lines += [
+        f"| {r.finding} | **{r.verdict}** | {r.reason} | {r.rests_on} | {r.paper} |"
+        for r in claims.itertuples()
     ]
+    subclaims = [
+        "| # | sub-claim | n | mean [95 % CI] | claimed | margin | status |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in check.subclaims[check.subclaims["reading"] == "gated"].itertuples():
+        interval = f"{r.mean:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]" if pd.notna(r.mean) else ""
+        claimed = f"{'>' if r.kind == 'greater' else '>='} {r.bound:+.3f}"
+        status = f"{r.status} ({r.reason})" if r.reason else r.status
+        subclaims.append(
+            f"| {r.finding} | {r.subclaim} | {r.n} | {interval} | {claimed} | {r.margin:g} ({r.quantity}) | {status} |"
+        )
+    other = {
+        "on_gains": "Findings 2-4 on the gain over the untrained twin (verdicts use accuracy)",
+        "ungated": "Findings 2-5 on every run, learned or not (the paper's reading; verdicts are gated)",
+    }
+    sections = []
+    for column, title in other.items():
+        entries = [
+            f"- **{r.finding}**: {getattr(r, column)}"
+            for r in claims.itertuples()
+            if pd.notna(getattr(r, column)) and getattr(r, column)
+        ]
+        sections += [f"\n## {title}\n", *entries] if entries else []
     runs = ["| arch | task | seeds learned | test token accuracy at each seed |", "|---|---|---|---|"]
     for (arch, task), group in learned.groupby(["arch", "task"], sort=False):
         accuracy = ", ".join(f"{a:.3f}" for a in group.sort_values("seed")["accuracy"])
         runs.append(f"| {arch} | {task} | {int(group['learned'].sum())} of {len(group)} | {accuracy} |")
     scale = claims["scale"].iloc[0]
+    margins = ", ".join(f"{name} {margin:g}" for name, margin in MARGINS.items())
     return "\n".join(
         [
             f"# Claims check\n\nScale: {scale}\n",
-            *lines,
-            "\n## Measured (mean [95 % CI] vs bound)\n",
-            *details,
-            *(
-                [
-                    "\n## Findings 2-4 on the gain over the untrained twin (verdicts use accuracy)\n",
-                    *gains,
-                ]
-                if gains
-                else []
+            (
+                f"Intervals: 95 % {INTERVAL_KIND} over seeds; no sub-claim is decided from fewer than "
+                f"{MIN_SEEDS} seeds. Margins of practical equivalence: {margins}.\n"
             ),
+            *lines,
+            "\n## Sub-claims (verdicts)\n",
+            *subclaims,
+            *sections,
             (
                 f"\n## Runs that learned their task (test token accuracy at L = {train_length} "
                 f">= {LEARNED_ACCURACY})\n"

@@ -17,7 +17,7 @@ input-dependent ``B``/``C`` alike; for Mamba-1 it acts on ``x`` only.
 
 Comparison per (family, task): the difference in token accuracy (percentage points,
 mean over evaluation lengths) of each ablation minus the family model, paired by seed;
-its mean with a bootstrap CI over seeds, a paired t-test over seeds (``scipy.stats.
+its mean with a Student-t CI over seeds, a paired t-test over seeds (``scipy.stats.
 ttest_rel``), and Holm's correction over every comparison in the table.
 """
 
@@ -28,7 +28,7 @@ import pandas as pd
 from scipy import stats
 
 from statelayers.models.registry import NO_CONV
-from statelayers.report.stats import BootstrapConfig, mean_ci
+from statelayers.report.stats import IntervalConfig, mean_ci
 
 VARIANTS = ("conv", "noconv_trained", "noconv_inference")
 
@@ -72,7 +72,7 @@ def per_seed_differences(table: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
 
 
-def conv1d_summary(table: pd.DataFrame, config: BootstrapConfig = BootstrapConfig()) -> pd.DataFrame:
+def conv1d_summary(table: pd.DataFrame, config: IntervalConfig = IntervalConfig()) -> pd.DataFrame:
     """One row per (family, task, variant): mean difference (pp) [95 % CI], paired t-test
     over seeds, Holm-adjusted p-value and ``significant`` (adjusted p < 1 - confidence)."""
     rows = []

@@ -12,7 +12,8 @@ from __future__ import annotations
 import pandas as pd
 
 from statelayers.models.registry import ARCHS, display_name
-from statelayers.report.claims import LEARNED_ACCURACY
+from statelayers.report.claims import LEARNED_ACCURACY, MARGINS, MIN_SEEDS
+from statelayers.report.stats import INTERVAL_KIND
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 VARIANT_NAMES = {"noconv_trained": "trained without", "noconv_inference": "removed at inference"}
@@ -130,21 +131,22 @@ def results_section(
     )
     summary = by_task(behaviour_summary)
     verdicts = "\n".join(
-        f"| {row.finding} | **{row.verdict}** | {_escape(row.reason)} |" for row in claims.itertuples()
+        f"| {row.finding} | **{row.verdict}** | {_escape(row.reason)} | {_escape(row.rests_on or '')} |"
+        for row in claims.fillna({"rests_on": ""}).itertuples()
     )
-    seeds = int(behaviour_summary["n_seeds"].min())
-    seed_note = []
-    if seeds == 2:  # resampled means of two values lie between them (one value has no interval)
-        seed_note = [
-            "With 2 seeds a percentile-bootstrap interval spans the two seeds' values: an interval",
-            "clear of the bound says both seeds agree, not that the difference is significant.",
-            "",
-        ]
+    margins = ", ".join(f"{name} {margin:g}" for name, margin in MARGINS.items())
+    interval_note = [
+        f"Each verdict rests on 95 % {INTERVAL_KIND} intervals over seeds (n per sub-claim in the",
+        f"last column); no sub-claim is decided from fewer than {MIN_SEEDS} seeds, and a claimed",
+        f"difference must clear its margin of practical equivalence ({margins}), fixed before",
+        "the run was looked at. `results/subclaims.csv` has every sub-claim's interval.",
+        "",
+    ]
     conv1d_lines = []
     if conv1d_summary is not None:
         conv1d_lines = [
             "Conv1D ablation: token accuracy of the ablated model minus its family's, percentage",
-            "points averaged over evaluation lengths, mean over seeds [95 % bootstrap CI], paired",
+            "points averaged over evaluation lengths, mean over seeds [95 % Student-t CI], paired",
             "t-test over seeds with Holm's correction (* below 0.05):",
             "",
             conv1d_markdown(conv1d_summary),
@@ -166,11 +168,11 @@ def results_section(
             START,
             f"Run of {date} ({run_time}). Scale: {claims['scale'].iloc[0]}.",
             "",
-            "| finding | verdict | reason |",
-            "| --- | --- | --- |",
+            "| finding | verdict | reason | rests on |",
+            "| --- | --- | --- | --- |",
             verdicts,
             "",
-            *seed_note,
+            *interval_note,
             *(
                 [
                     f"![Probe accuracy by layer and its gain over the untrained twin]({probe_figure})",
@@ -188,7 +190,7 @@ def results_section(
             "",
             training_markdown(by_task(training), behaviour_summary),
             "",
-            "Token accuracy by evaluation length, mean over seeds [95 % bootstrap CI]:",
+            "Token accuracy by evaluation length, mean over seeds [95 % Student-t CI]:",
             "",
             behaviour_markdown(summary),
             "",

@@ -1,0 +1,43 @@
+"""Verdict stability: which sub-claims two runs of the claims check decide differently.
+
+Two runs that differ only in floating-point summation order (threads, BLAS, CPU) should
+reach the same verdicts; where they do not, the sub-claims that moved are the ones a
+reader should not lean on. Inputs are two ``subclaims.csv`` tables
+(:class:`statelayers.report.claims.ClaimsCheck`) and their ``claims.csv`` verdicts.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+KEYS = ["finding", "reading", "subclaim"]
+
+
+def _interval(row: pd.Series, suffix: str) -> str:
+    mean, low, high = (row.get(f"{c}{suffix}") for c in ("mean", "ci_low", "ci_high"))
+    return "" if pd.isna(mean) else f"{mean:+.3f} [{low:+.3f}, {high:+.3f}] n={int(row[f'n{suffix}'])}"
+
+
+def subclaim_differences(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
+    """One row per sub-claim whose status differs (or that only one run has: status
+    ``absent``): its keys, each run's status and interval."""
+    merged = first.merge(second, on=KEYS, how="outer", suffixes=("_a", "_b"), indicator=True)
+    merged[["status_a", "status_b"]] = merged[["status_a", "status_b"]].fillna("absent")
+    moved = merged[merged["status_a"] != merged["status_b"]]
+    return pd.DataFrame(
+        {
+            **{key: moved[key] for key in KEYS},
+            "status_a": moved["status_a"],
+            "status_b": moved["status_b"],
+            "interval_a": moved.apply(_interval, axis=1, suffix="_a"),
+            "interval_b": moved.apply(_interval, axis=1, suffix="_b"),
+        }
+    ).reset_index(drop=True)
+
+
+def verdict_differences(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
+    """finding, verdict_a, verdict_b for every finding whose verdict differs."""
+    merged = first[["finding", "verdict"]].merge(
+        second[["finding", "verdict"]], on="finding", how="outer", suffixes=("_a", "_b")
+    )
+    return merged[merged["verdict_a"] != merged["verdict_b"]].reset_index(drop=True)
