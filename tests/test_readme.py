@@ -142,7 +142,7 @@ def test_conv1d_table_appears_only_when_given_and_marks_significance():
     assert "| Mamba-2 | dyck | removed at inference | +0.2 [-0.5, +1.0] | 3 | n/a |" in lines
 
 
-def test_sweep_table_marks_the_chosen_point_and_the_points_that_reached_the_criterion():
+def test_sweep_table_marks_the_selected_point_and_the_points_that_reached_the_criterion():
     rows = [
         ("lstm", 0.001, 1, 300.0, 0.995, True),
         ("lstm", 0.003, 0, 500.0, 0.97, False),
@@ -154,6 +154,8 @@ def test_sweep_table_marks_the_chosen_point_and_the_points_that_reached_the_crit
             {
                 "arch": arch,
                 "task": "parity",
+                "block": "default",
+                "start_token": False,
                 "lr": lr,
                 "batch_size": 32,
                 "seeds": 1,
@@ -172,3 +174,37 @@ def test_sweep_table_marks_the_chosen_point_and_the_points_that_reached_the_crit
     assert table[0] == "| task | architecture | lr 0.001 | lr 0.003 |"
     assert table[2] == "| parity | LSTM | **0.995 ✓ 300** | 0.970 |"
     assert table[3] == "| parity | Transformer | 0.600 | **0.550** |"
+
+
+def test_a_sweep_over_blocks_and_start_tokens_gets_a_column_per_variant_at_its_best_learning_rate():
+    rows = [  # block, start token, lr, reached, steps, accuracy, selected
+        ("default", False, 0.001, 0, 600, 0.70, False),
+        ("default", False, 0.003, 0, 600, 0.75, False),
+        ("sequential", True, 0.001, 1, 250, 0.99, True),
+        ("sequential", True, 0.003, 0, 600, 0.93, False),
+    ]
+    sweep = pd.DataFrame(
+        [
+            {
+                "arch": "transformer",
+                "task": "parity",
+                "block": block,
+                "start_token": start,
+                "lr": lr,
+                "batch_size": 32,
+                "seeds": 1,
+                "reached": reached,
+                "steps": steps,
+                "sequences": steps * 32,
+                "validation_token_accuracy": accuracy,
+                "max_steps": 600,
+                "target_accuracy": 0.99,
+                "selected": selected,
+                "chosen": selected,
+            }
+            for block, start, lr, reached, steps, accuracy, selected in rows
+        ]
+    )
+    table = sweep_markdown(sweep).splitlines()
+    assert table[0] == "| task | architecture | default, no start token | sequential, start token |"
+    assert table[2] == "| parity | Transformer | 0.750 (lr 0.003) | **0.990 ✓ 250 (lr 0.001)** |"

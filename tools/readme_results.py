@@ -24,6 +24,16 @@ readme = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
 SWEEP = Path("results/tables/sweep.csv")  # `snakemake sweep`, run in this directory
 FIGURE = Path("results/figures/probe_profiles.png")
 shown = Path("docs/probe_profiles.png")  # beside the README, which results/ (git-ignored) is not
+
+
+def read_sweep(path: Path) -> pd.DataFrame:
+    """The sweep table; one written before the sweep varied blocks and start tokens swept
+    the study's block without a start token."""
+    sweep = pd.read_csv(path)
+    missing = {"block": "default", "start_token": False}
+    return sweep.assign(**{column: value for column, value in missing.items() if column not in sweep})
+
+
 runs = []  # (log name, jobs, elapsed), oldest first: log names start with their start time
 for log in sorted(Path(".snakemake/log").glob("*.snakemake.log")):
     found = complete_run(log.read_text(errors="ignore"))
@@ -43,7 +53,7 @@ section = results_section(
     date=started.strftime("%Y-%m-%d"),
     run_time=run_time,
     conv1d_summary=pd.read_csv("results/tables/conv1d_summary.csv") if conv1d_measured else None,
-    sweep=pd.read_csv(SWEEP) if SWEEP.exists() else None,
+    sweep=read_sweep(SWEEP) if SWEEP.exists() else None,
     probe_figure=shown.as_posix(),
 )
 (readme.parent / shown).parent.mkdir(parents=True, exist_ok=True)

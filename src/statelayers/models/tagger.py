@@ -317,19 +317,15 @@ def matched_spec(
     n_layers: int,
     options: Mapping,
     target_params: int,
-    start_token: bool = False,
 ) -> ModelSpec:
-    """The spec of ``arch`` for ``task``, its width knob matched to ``target_params``
-    (a start token's embedding row included)."""
+    """The spec of ``arch`` for ``task``, its width knob matched to ``target_params`` (a
+    start token's embedding row included). ``options`` go to the backbone's config, except
+    ``start_token`` (any architecture), which goes to the spec."""
     sizes = task_spec(task, task_params)
+    options = dict(options)
+    start_token = bool(options.pop("start_token", False))
     spec = ModelSpec(
-        arch,
-        sizes.vocab_size,
-        sizes.num_classes,
-        d_model,
-        n_layers,
-        options=dict(options),
-        start_token=start_token,
+        arch, sizes.vocab_size, sizes.num_classes, d_model, n_layers, options=options, start_token=start_token
     )
     return match_width(spec, target_params)
 

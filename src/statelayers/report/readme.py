@@ -13,6 +13,7 @@ import pandas as pd
 
 from statelayers.models.registry import ARCHS, display_name
 from statelayers.report.claims import LEARNED_ACCURACY
+from statelayers.sweep import best_points, variant_names
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 VARIANT_NAMES = {"noconv_trained": "trained without", "noconv_inference": "removed at inference"}
@@ -69,25 +70,32 @@ def training_markdown(training: pd.DataFrame, behaviour_summary: pd.DataFrame) -
 
 
 def sweep_markdown(sweep: pd.DataFrame) -> str:
-    """Rows (task, arch) in ``sweep``'s order, a column per grid point: final validation
-    token accuracy (mean over the sweep's seeds), then, where every seed reached the
-    criterion, a check mark and the mean steps; bold where the point is ``chosen`` for
-    the architecture (:mod:`statelayers.sweep`)."""
-    points = sweep[["lr", "batch_size"]].drop_duplicates().sort_values(["batch_size", "lr"])
-    several = points["batch_size"].nunique() > 1
-    names = [f"lr {p.lr:g}" + (f", batch {p.batch_size}" if several else "") for p in points.itertuples()]
-    lines = ["| task | architecture | " + " | ".join(names) + " |", "| --- | --- |" + " --- |" * len(names)]
+    """Rows (task, arch) in ``sweep``'s order; a column per learning rate, or, where the
+    sweep varied more than the learning rate, a column per variant (block, start token,
+    batch size: :func:`statelayers.sweep.variant_names`) showing its best learning rate
+    (:func:`statelayers.sweep.best_points`). A cell is the final validation token
+    accuracy (mean over the sweep's seeds), then, where every seed reached the criterion,
+    a check mark and the mean steps; bold where the point is ``selected`` for the pair."""
+    sweep = sweep.assign(_variant=variant_names(sweep))
+    by_variant = sweep["_variant"].nunique() > 1
+    column = "_variant" if by_variant else "lr"
+    names = sorted(sweep[column].unique())
+    if by_variant:
+        sweep = best_points(sweep, ["arch", "task", "_variant"])
+    header = names if by_variant else [f"lr {lr:g}" for lr in names]
+    lines = ["| task | architecture | " + " | ".join(header) + " |", "| --- | --- |" + " --- |" * len(names)]
     for (task, arch), group in sweep.groupby(["task", "arch"], sort=False):
-        at = group.set_index(["lr", "batch_size"])
+        at = group.set_index(column)
         cells = []
-        for point in points.itertuples():
-            if (point.lr, point.batch_size) not in at.index:
+        for name in names:
+            if name not in at.index:
                 cells.append("n/a")
                 continue
-            row = at.loc[(point.lr, point.batch_size)]
+            row = at.loc[name]
             cell = f"{row['validation_token_accuracy']:.3f}"
             cell += f" ✓ {row['steps']:.0f}" if row["reached"] == row["seeds"] else ""
-            cells.append(f"**{cell}**" if row["chosen"] else cell)
+            cell += f" (lr {row['lr']:g})" if by_variant else ""
+            cells.append(f"**{cell}**" if row["selected"] else cell)
         lines.append(f"| {task} | {display_name(arch)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -153,10 +161,10 @@ def results_section(
     sweep_lines = []
     if sweep is not None:
         sweep_lines = [
-            f"Hyper-parameters: the sweep (`snakemake sweep`, at most {int(sweep['max_steps'].max())} steps,",
-            f"{int(sweep['seeds'].max())} seed(s) per point) chose the learning rate of each architecture",
-            "(bold) from validation accuracy alone: final validation token accuracy at each point,",
-            "with a check mark and the mean steps where every seed reached the criterion:",
+            f"Hyper-parameters: the sweep (`snakemake sweep`, at most {int(sweep['max_steps'].max())} steps",
+            f"at the smallest batch, every point on as many sequences, {int(sweep['seeds'].max())} seed(s) per point)",
+            "selected each pair's point (bold) from validation accuracy alone: final validation token",
+            "accuracy, with a check mark and the mean steps where every seed reached the criterion:",
             "",
             sweep_markdown(by_task(sweep)),
             "",
