@@ -136,9 +136,13 @@ def test_the_transformer_block_takes_rotary_share_and_residual_layout_from_its_o
     today = tiny("transformer").backbone.layers[0]
     assert today.use_parallel_residual and today.attention.rotary_ndims == 8 // 4  # head 8, a quarter
     spec = ModelSpec(
-        "transformer", 6, 6, d_model=16, n_layers=2,
+        "transformer",
+        6,
+        6,
+        d_model=16,
+        n_layers=2,
         options={"heads": 2, "rotary_pct": 1.0, "use_parallel_residual": False},
-    )  # fmt: skip
+    )
     block = build_model(spec).backbone.layers[0]
     assert not block.use_parallel_residual and block.attention.rotary_ndims == 8
 

@@ -32,6 +32,10 @@ def test_the_default_config_passes_the_cross_field_checks():
     "changes,message",
     [
         ({"model__options__transformer": {"heads": 3}}, "heads (3) must divide model.d_model (128)"),
+        (
+            {"model__options": {"transformer": {"heads": 4}, "transformer/s3": {"heads": 3}}},
+            "model.options.transformer/s3.heads (3) must divide",
+        ),
         ({"task_params__dyck__max_depth": 50}, "max_depth (50) exceeds train_length"),
         ({"eval_lengths": [60, 80]}, "eval_lengths must include train_length"),
         ({"interventions__eval_lengths": [80]}, "interventions.eval_lengths must include train_length"),

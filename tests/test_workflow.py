@@ -318,6 +318,46 @@ def test_sweep_target_trains_the_grid_and_reads_validation_accuracy_only(tmp_pat
     assert png.shape[1] > 600 and png[..., :3].std() > 0.05
 
 
+def test_learnability_trains_again_only_the_pairs_that_missed_the_criterion_to_ten_times_the_budget(tmp_path):
+    """test.yaml: the GRU reaches its criterion at step 4 of 6, the LSTM does not; the
+    LSTM's seed 0 is trained again to 60 steps, the GRU keeps its default run."""
+    root = copy_workflow(tmp_path)
+    study = overlay(root, "pairs.yaml", {"architectures": ["gru", "lstm"], "tasks": ["parity"]})
+    result = snakemake(root, "learnability", "--configfile", "config/test.yaml", str(study))
+    jobs = listed_jobs(result.stdout + result.stderr)
+    assert {rule for rule, _ in jobs} == {
+        "task_data",
+        "train",
+        "learnability_train",
+        "learnability_table",
+        "learnability_figure",
+        "learnability",
+    }
+    table = pd.read_csv(root / "benchmarks" / "learnability.csv").set_index("arch")
+    assert list(table.reset_index().columns) == [
+        "arch",
+        "task",
+        "cap",
+        "steps_to_95",
+        "steps_to_99",
+        "best_val_accuracy",
+        "wall_s",
+    ]
+    assert table.loc["gru", "cap"] == 6 and table.loc["lstm", "cap"] == 60
+    assert (table["wall_s"] > 0).all() and table["best_val_accuracy"].between(0, 1).all()
+    curves = pd.read_csv(root / "benchmarks" / "learnability_curves.csv")
+    lstm = curves[curves["arch"] == "lstm"]
+    assert lstm["step"].max() > 6 and list(lstm["step"])[:3] == [
+        2,
+        4,
+        6,
+    ]  # a new run, past the default budget
+    assert curves.loc[curves["arch"] == "gru", "step"].max() == 4  # the default run's checks
+    default = (root / "results" / "models" / "lstm" / "parity" / "seed0" / "model.json").read_text()
+    assert '"steps": 6' in default  # the study's run is left as it was
+    assert (root / "benchmarks" / "learnability.png").stat().st_size > 10_000
+
+
 def test_mamba_scan_setting_retrains_the_mamba_families_only(workdir):
     jobs = planned_jobs(workdir, overlay(workdir, "scan.yaml", {"training": {"mamba_scan": "reference"}}))
     assert {w["arch"] for rule, w in jobs if rule == "train"} == {"mamba", "mamba2"}

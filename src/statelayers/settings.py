@@ -45,12 +45,19 @@ def check_config(config: Mapping) -> None:
     if len(set(names)) < len(names):
         raise ValueError("config: pretrained.models: two models share a name")
     model = config["model"]
-    heads = model["options"].get("transformer", {}).get("heads", 4)
-    if "transformer" in map(base_arch, config["architectures"]) and model["d_model"] % heads:
-        raise ValueError(
-            f"config: model.options.transformer.heads ({heads}) must divide model.d_model "
-            f"({model['d_model']}): every attention head gets d_model / heads dimensions"
-        )
+    if "transformer" in map(base_arch, config["architectures"]):
+        for task in config["tasks"]:
+            heads = resolve(model["options"], "transformer", task).get("heads", 4)
+            if model["d_model"] % heads:
+                key = (
+                    "transformer/" + task
+                    if "heads" in model["options"].get(f"transformer/{task}", {})
+                    else "transformer"
+                )
+                raise ValueError(
+                    f"config: model.options.{key}.heads ({heads}) must divide model.d_model "
+                    f"({model['d_model']}): every attention head gets d_model / heads dimensions"
+                )
 
 
 def check_pretrained_sources(sources: Mapping[str, str], backbone_dir: Callable[[str], str]) -> None:

@@ -13,9 +13,11 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import NullFormatter, ScalarFormatter  # noqa: E402
 
 from statelayers import io  # noqa: E402
 from statelayers.models.registry import ARCHS, display_name, layer_label, line_style  # noqa: E402
+from statelayers.report.learnability import THRESHOLDS  # noqa: E402
 from statelayers.sweep import variant_names  # noqa: E402
 
 TASK_TITLE = {"parity": "Parity", "s3": "S3", "dyck": "Dyck", "codedepth": "Code-Depth"}
@@ -399,6 +401,51 @@ def learning_curves(curves: pd.DataFrame, training: pd.DataFrame, paths: list[st
     fig.suptitle(
         f"Learning curves at L = {length} ({_count(n_seeds, 'seed')}, a line style per seed; "
         "filled end: criterion reached, hollow: stopped at max_steps)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    _save(fig, paths)
+
+
+def learnability(curves: pd.DataFrame, table: pd.DataFrame, paths: list[str | Path]) -> None:
+    """Validation token accuracy against step (log scale) of every pair's learnability run,
+    a panel per task, a colour per architecture; dashed lines at the thresholds, a filled
+    end marker where the run reached 0.99 and a hollow one where it never did."""
+    tasks = _ordered(curves["task"], TASK_TITLE)
+    fig, axes = plt.subplots(
+        1, len(tasks), figsize=(max(3.8 * len(tasks), 6.4), 3.4), sharey=True, squeeze=False
+    )
+    ends = table.set_index(["arch", "task"])
+    for ax, task in zip(axes[0], tasks):
+        sub = curves[curves["task"] == task]
+        for arch in _ordered(sub["arch"], ARCHS):
+            label, color, marker = line_style(arch)
+            run = sub[sub["arch"] == arch].sort_values("step")
+            ax.plot(run["step"], run["validation_token_accuracy"], "-", color=color, lw=1.3, label=label)
+            reached = pd.notna(ends.loc[(arch, task), "steps_to_99"])
+            last = run.iloc[-1]
+            ax.plot(
+                last["step"],
+                last["validation_token_accuracy"],
+                marker,
+                color=color,
+                ms=6,
+                mfc=color if reached else "white",
+            )
+        for threshold in THRESHOLDS.values():
+            ax.axhline(threshold, color="0.5", ls="--", lw=1)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(TASK_TITLE.get(task, task))
+        ax.set_xlabel("training step")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("validation token accuracy")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.suptitle(
+        f"Learnability: seed 0 of every pair, to at most {int(table['cap'].max())} steps "
+        "(filled end: reached 0.99; hollow: never did)",
         fontsize=10,
     )
     fig.tight_layout()
