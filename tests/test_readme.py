@@ -7,6 +7,7 @@ from statelayers.report.readme import (
     END,
     START,
     behaviour_markdown,
+    learnability_markdown,
     replace_section,
     results_section,
     sweep_markdown,
@@ -208,3 +209,42 @@ def test_a_sweep_over_blocks_and_start_tokens_gets_a_column_per_variant_at_its_b
     table = sweep_markdown(sweep).splitlines()
     assert table[0] == "| task | architecture | default, no start token | sequential, start token |"
     assert table[2] == "| parity | Transformer | 0.750 (lr 0.003) | **0.990 ✓ 250 (lr 0.001)** |"
+
+
+def test_learnability_table_gives_each_pairs_steps_to_the_thresholds_or_never():
+    table = pd.DataFrame(
+        [
+            {
+                "arch": "gru",
+                "task": "s3",
+                "cap": 600,
+                "steps_to_95": 350,
+                "steps_to_99": 400,
+                "best_val_accuracy": 1.0,
+                "wall_s": 61.2,
+            },
+            {
+                "arch": "transformer",
+                "task": "s3",
+                "cap": 6000,
+                "steps_to_95": None,
+                "steps_to_99": None,
+                "best_val_accuracy": 0.412,
+                "wall_s": 1830.0,
+            },
+        ]
+    )
+    lines = learnability_markdown(table).splitlines()
+    assert lines[0].startswith("| task | architecture | steps to 0.95 | steps to 0.99 |")
+    assert lines[2] == "| s3 | GRU | 350 | 400 | 1.000 | 600 | 61 s |"
+    assert lines[3] == "| s3 | Transformer | never | never | 0.412 | 6000 | 1830 s |"
+    section = results_section(
+        pd.DataFrame([{"finding": 1, "verdict": "inconclusive", "reason": "r", "scale": "3 seeds"}]),
+        summary(),
+        training(),
+        date="2026-12-02",
+        run_time="1 job",
+        learnability=table,
+        paper_steps=20000,
+    )
+    assert "at most 6000 steps" in section and "`config/paper.yaml` trains up to 20,000 steps" in section

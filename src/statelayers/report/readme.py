@@ -100,6 +100,25 @@ def sweep_markdown(sweep: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def learnability_markdown(table: pd.DataFrame) -> str:
+    """Rows (task, arch) in ``table``'s order (``benchmarks/learnability.csv``,
+    :mod:`statelayers.report.learnability`): steps until validation first reached the
+    learned threshold and 0.99 (``never`` within the cap), the best validation accuracy,
+    the run's step budget and its training time."""
+    lines = [
+        f"| task | architecture | steps to {LEARNED_ACCURACY} | steps to 0.99 | best validation accuracy "
+        "| steps at most | training time |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    steps = lambda value: "never" if pd.isna(value) else f"{int(value)}"  # noqa: E731
+    for row in table.itertuples():
+        lines.append(
+            f"| {row.task} | {display_name(row.arch)} | {steps(row.steps_to_95)} | {steps(row.steps_to_99)} "
+            f"| {row.best_val_accuracy:.3f} | {int(row.cap)} | {row.wall_s:.0f} s |"
+        )
+    return "\n".join(lines)
+
+
 def conv1d_markdown(summary: pd.DataFrame) -> str:
     """One row per (family, task, variant) of ``conv1d_summary.csv``."""
     lines = [
@@ -128,10 +147,13 @@ def results_section(
     conv1d_summary: pd.DataFrame | None = None,
     sweep: pd.DataFrame | None = None,
     probe_figure: str | None = None,
+    learnability: pd.DataFrame | None = None,
+    paper_steps: int | None = None,
 ) -> str:
     """The whole marked section; the Conv1D table only where ``conv1d_summary`` is given,
-    the sweep the defaults came from where ``sweep`` is, and the probe figure (a path
-    relative to the README) where ``probe_figure`` is."""
+    the sweep the defaults came from where ``sweep`` is, the probe figure (a path
+    relative to the README) where ``probe_figure`` is, and the budget each pair needs
+    where ``learnability`` is, beside the paper's step budget ``paper_steps``."""
     order = {name: i for i, name in enumerate(["parity", "s3", "dyck", "codedepth", *ARCHS])}
     by_task = lambda frame: frame.sort_values(  # noqa: E731
         ["task", "arch"], key=lambda c: c.map(order).fillna(len(order)), kind="stable"
@@ -156,6 +178,19 @@ def results_section(
             "t-test over seeds with Holm's correction (* below 0.05):",
             "",
             conv1d_markdown(conv1d_summary),
+            "",
+        ]
+    learnability_lines = []
+    if learnability is not None:
+        learnability_lines = [
+            "The budget each pair needs (`snakemake learnability`, `benchmarks/learnability.csv`): seed 0",
+            "of each pair, its default run where that reached the criterion, else trained again with its",
+            f"settings to at most {int(learnability['cap'].max())} steps. A finding about a pair becomes",
+            f"answerable once the pair learns, at about its steps to {LEARNED_ACCURACY} (on validation here,",
+            "on test accuracy in the claims check); a finding needs its slowest pair"
+            + (f"; `config/paper.yaml` trains up to {paper_steps:,} steps:" if paper_steps else ":"),
+            "",
+            learnability_markdown(by_task(learnability)),
             "",
         ]
     sweep_lines = []
@@ -200,6 +235,7 @@ def results_section(
             "",
             behaviour_markdown(summary),
             "",
+            *learnability_lines,
             *conv1d_lines,
             *sweep_lines,
             "The numbers behind every verdict are in `results/claims.md`; regenerate this section",
