@@ -24,6 +24,7 @@ include: "workflow/rules/tables.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/claims.smk"
 include: "workflow/rules/sweep.smk"
+include: "workflow/rules/learnability.smk"
 
 
 rule all:

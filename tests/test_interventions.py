@@ -1,6 +1,7 @@
 """Erasures remove what they claim, fire inside the model, and leave the rest alone."""
 
 import numpy as np
+import pytest
 import torch
 
 from statelayers.measure.interventions import (
@@ -132,12 +133,13 @@ def test_fit_subsample_takes_whole_sequences_up_to_the_budget():
     assert len(sequence_subsample(groups, 10_000, seed=0)) == 500
 
 
-def test_edited_accuracy_from_clean_states_equals_a_full_edited_pass():
+@pytest.mark.parametrize("start_token", [False, True])
+def test_edited_accuracy_from_clean_states_equals_a_full_edited_pass(start_token):
     from statelayers.measure.interventions import edited_accuracy
     from statelayers.models.inference import accuracy, predict
 
     torch.manual_seed(0)
-    model = build_model(ModelSpec("gru", 4, 3, d_model=8, n_layers=3)).eval()
+    model = build_model(ModelSpec("gru", 4, 3, d_model=8, n_layers=3, start_token=start_token)).eval()
     torch.nn.init.zeros_(model.head.bias)  # else the bias alone decides every token of a fresh model
     rng = np.random.default_rng(0)
     tokens, labels = rng.integers(0, 4, (7, 13)), rng.integers(0, 3, (7, 13))

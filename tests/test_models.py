@@ -26,8 +26,11 @@ TINY = {
 }
 
 
-def tiny(arch: str, vocab: int = 6, classes: int = 6) -> torch.nn.Module:
-    return build_model(ModelSpec(arch, vocab, classes, d_model=16, n_layers=3, options=TINY.get(arch, {})))
+def tiny(arch: str, vocab: int = 6, classes: int = 6, start_token: bool = False) -> torch.nn.Module:
+    options = TINY.get(arch, {})
+    return build_model(
+        ModelSpec(arch, vocab, classes, d_model=16, n_layers=3, options=options, start_token=start_token)
+    )
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -127,3 +130,110 @@ def test_checkpoint_round_trip(tmp_path, arch):
 def test_transformer_runs_beyond_training_length():
     model = tiny("transformer").eval()
     assert model(torch.randint(0, 6, (1, 300))).shape == (1, 300, 6)
+
+
+def test_the_transformer_block_takes_rotary_share_and_residual_layout_from_its_options():
+    today = tiny("transformer").backbone.layers[0]
+    assert today.use_parallel_residual and today.attention.rotary_ndims == 8 // 4  # head 8, a quarter
+    spec = ModelSpec(
+        "transformer",
+        6,
+        6,
+        d_model=16,
+        n_layers=2,
+        options={"heads": 2, "rotary_pct": 1.0, "use_parallel_residual": False},
+    )
+    block = build_model(spec).backbone.layers[0]
+    assert not block.use_parallel_residual and block.attention.rotary_ndims == 8
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_a_start_token_adds_one_embedding_row_and_callers_see_positions_1_to_L(arch):
+    model = tiny(arch, start_token=True).eval()
+    assert model.backbone.get_input_embeddings().num_embeddings == 7  # six symbols and the start
+    assert count_parameters(model) == count_parameters(tiny(arch)) + 16
+    tokens = torch.randint(0, 6, (3, 13))
+    logits, states = model(tokens, return_states=True)
+    assert logits.shape == (3, 13, 6)
+    assert all(s.shape == (3, 13, 16) for s in states)
+    torch.testing.assert_close(model(tokens), logits)
+    torch.testing.assert_close(states[0], model.backbone.get_input_embeddings()(tokens))
+    # The first input token sees the start symbol before it: its embedding row matters.
+    with torch.no_grad():
+        model.backbone.get_input_embeddings().weight[6] += 1.0
+    assert not torch.allclose(model(tokens, return_states=True)[1][-1][:, 0], states[-1][:, 0])
+
+
+def _start_position_inputs(model) -> list[torch.Tensor]:
+    """Registers pre-hooks that record the start position of what every block and the
+    head receive: tap i's output (edited, if it was) enters block i, the last tap's the head."""
+    seen: list[torch.Tensor] = []
+    consumers = [*model.backbone.layers, model.head]
+    for module in consumers:
+        module.register_forward_pre_hook(lambda _, args: seen.append(args[0][:, 0].clone()))
+    return seen
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_an_edit_at_any_tap_never_sees_nor_changes_the_start_position(arch):
+    model = tiny(arch, start_token=True).eval()
+    tokens = torch.randint(0, 6, (2, 9))
+    seen = _start_position_inputs(model)
+    with torch.no_grad():
+        _, clean = model(tokens, return_states=True)
+        start = list(seen)
+        for tap in range(len(clean)):
+            seen.clear()
+            shapes = []
+            edit = {tap: lambda h, shapes=shapes: shapes.append(h.shape) or h * 0 + 100.0}
+            _, edited = model(tokens, edits=edit, return_states=True)
+            assert shapes == [(2, 9, 16)]  # the edit is handed positions 1..L only
+            assert torch.all(edited[tap] == 100.0)
+            for before, after in zip(start, seen, strict=True):
+                torch.testing.assert_close(after, before, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("arch", ["transformer", "mamba", "mamba2", "gru"])
+def test_a_pass_resumed_at_a_tap_equals_the_full_pass_with_a_start_token(arch):
+    model = tiny(arch, start_token=True).eval()
+    tokens = torch.randint(0, 6, (3, 11))
+    with torch.no_grad():
+        _, states = model(tokens, return_states=True)
+        for tap in range(len(states)):
+            edit = {tap: lambda h: h * 0.5 + 1.0}
+            full_logits, full_states = model(tokens, edits=edit, return_states=True)
+            with model.resumed_at(tap, states[tap]):
+                logits, resumed = model(tokens, edits=edit, return_states=True)
+            torch.testing.assert_close(logits, full_logits, rtol=1e-5, atol=1e-6)
+            for later in range(tap, len(states)):
+                torch.testing.assert_close(resumed[later], full_states[later], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("arch", ["transformer", "lstm"])
+def test_a_model_with_a_start_token_reloads_from_disk_equal(tmp_path, arch):
+    model = tiny(arch, vocab=4, classes=3, start_token=True).eval()
+    save_model(model, tmp_path)
+    loaded = load_model(tmp_path)
+    assert loaded.spec == model.spec and loaded.spec.start_token
+    tokens = torch.randint(0, 4, (2, 10))
+    torch.testing.assert_close(loaded(tokens), model(tokens), rtol=0, atol=0)
+
+
+def test_a_checkpoint_saved_before_the_start_token_existed_loads_without_one(tmp_path):
+    model = tiny("gru", vocab=4, classes=3).eval()
+    save_model(model, tmp_path)
+    meta = json.loads((tmp_path / "model.json").read_text())
+    del meta["spec"]["start_token"]
+    (tmp_path / "model.json").write_text(json.dumps(meta))
+    assert not load_model(tmp_path).spec.start_token
+
+
+def test_a_pretrained_backbone_takes_no_start_token():
+    with pytest.raises(ValueError, match="start_token applies to the small models only"):
+        ModelSpec("transformer", 4, 3, pretrained="resources/models/x", start_token=True)
+
+
+def test_a_start_token_among_the_options_goes_to_the_spec_not_to_the_backbone():
+    spec = matched_spec("gru", "s3", None, 16, 2, {"start_token": True}, target_params=1000)
+    assert spec.start_token and spec.options == {}
+    assert not matched_spec("gru", "s3", None, 16, 2, {}, target_params=1000).start_token

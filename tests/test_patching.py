@@ -15,12 +15,20 @@ TINY = {"gru": {}, "transformer": {"heads": 2}, "mamba": {"state_size": 4}}
 DYCK = {"k": 3, "max_depth": 4}
 
 
-def tiny(arch: str, task: str, params=None, n_layers: int = 2) -> torch.nn.Module:
+def tiny(arch: str, task: str, params=None, n_layers: int = 2, start_token: bool = False) -> torch.nn.Module:
     """An untrained tagger whose head is scaled up, so logit gaps are far above rounding."""
     spec = formal.task_spec(task, params)
     torch.manual_seed(0)
     model = build_model(
-        ModelSpec(arch, spec.vocab_size, spec.num_classes, d_model=16, n_layers=n_layers, options=TINY[arch])
+        ModelSpec(
+            arch,
+            spec.vocab_size,
+            spec.num_classes,
+            d_model=16,
+            n_layers=n_layers,
+            options=TINY[arch],
+            start_token=start_token,
+        )
     ).eval()
     with torch.no_grad():
         model.head.weight.mul_(100)
@@ -210,9 +218,9 @@ def slow_reference(model, pairs) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-@pytest.mark.parametrize("arch", TINY)
-def test_batched_resumed_patching_equals_one_plain_forward_per_patch(arch):
-    model = tiny(arch, "dyck", DYCK)
+@pytest.mark.parametrize("arch, start_token", [*((arch, False) for arch in TINY), ("transformer", True)])
+def test_batched_resumed_patching_equals_one_plain_forward_per_patch(arch, start_token):
+    model = tiny(arch, "dyck", DYCK, start_token=start_token)
     _, pairs = make_pairs("dyck", DYCK, n=20, length=9, n_pairs=3, earliest=1)
     fast = pd.DataFrame(patching_rows(model, pairs, batch_size=5))
     slow = slow_reference(model, pairs)

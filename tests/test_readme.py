@@ -7,6 +7,7 @@ from statelayers.report.readme import (
     END,
     START,
     behaviour_markdown,
+    learnability_markdown,
     replace_section,
     results_section,
     sweep_markdown,
@@ -149,7 +150,7 @@ def test_conv1d_table_appears_only_when_given_and_marks_significance():
     assert "| Mamba-2 | dyck | removed at inference | +0.2 [-0.5, +1.0] | 3 | n/a |" in lines
 
 
-def test_sweep_table_marks_the_chosen_point_and_the_points_that_reached_the_criterion():
+def test_sweep_table_marks_the_selected_point_and_the_points_that_reached_the_criterion():
     rows = [
         ("lstm", 0.001, 1, 300.0, 0.995, True),
         ("lstm", 0.003, 0, 500.0, 0.97, False),
@@ -161,6 +162,8 @@ def test_sweep_table_marks_the_chosen_point_and_the_points_that_reached_the_crit
             {
                 "arch": arch,
                 "task": "parity",
+                "block": "default",
+                "start_token": False,
                 "lr": lr,
                 "batch_size": 32,
                 "seeds": 1,
@@ -179,3 +182,78 @@ def test_sweep_table_marks_the_chosen_point_and_the_points_that_reached_the_crit
     assert table[0] == "| task | architecture | lr 0.001 | lr 0.003 |"
     assert table[2] == "| parity | LSTM | **0.995 ✓ 300** | 0.970 |"
     assert table[3] == "| parity | Transformer | 0.600 | **0.550** |"
+
+
+def test_a_sweep_over_blocks_and_start_tokens_gets_a_column_per_variant_at_its_best_learning_rate():
+    rows = [  # block, start token, lr, reached, steps, accuracy, selected
+        ("default", False, 0.001, 0, 600, 0.70, False),
+        ("default", False, 0.003, 0, 600, 0.75, False),
+        ("sequential", True, 0.001, 1, 250, 0.99, True),
+        ("sequential", True, 0.003, 0, 600, 0.93, False),
+    ]
+    sweep = pd.DataFrame(
+        [
+            {
+                "arch": "transformer",
+                "task": "parity",
+                "block": block,
+                "start_token": start,
+                "lr": lr,
+                "batch_size": 32,
+                "seeds": 1,
+                "reached": reached,
+                "steps": steps,
+                "sequences": steps * 32,
+                "validation_token_accuracy": accuracy,
+                "max_steps": 600,
+                "target_accuracy": 0.99,
+                "selected": selected,
+                "chosen": selected,
+            }
+            for block, start, lr, reached, steps, accuracy, selected in rows
+        ]
+    )
+    table = sweep_markdown(sweep).splitlines()
+    assert table[0] == "| task | architecture | default, no start token | sequential, start token |"
+    assert table[2] == "| parity | Transformer | 0.750 (lr 0.003) | **0.990 ✓ 250 (lr 0.001)** |"
+
+
+def test_learnability_table_gives_each_pairs_steps_to_the_thresholds_or_never():
+    table = pd.DataFrame(
+        [
+            {
+                "arch": "gru",
+                "task": "s3",
+                "cap": 600,
+                "steps_to_95": 350,
+                "steps_to_99": 400,
+                "best_val_accuracy": 1.0,
+                "wall_s": 61.2,
+            },
+            {
+                "arch": "transformer",
+                "task": "s3",
+                "cap": 6000,
+                "steps_to_95": None,
+                "steps_to_99": None,
+                "best_val_accuracy": 0.412,
+                "wall_s": 1830.0,
+            },
+        ]
+    )
+    lines = learnability_markdown(table).splitlines()
+    assert lines[0].startswith("| task | architecture | steps to 0.95 | steps to 0.99 |")
+    assert lines[2] == "| s3 | GRU | 350 | 400 | 1.000 | 600 | 61 s |"
+    assert lines[3] == "| s3 | Transformer | never | never | 0.412 | 6000 | 1830 s |"
+    section = results_section(
+        pd.DataFrame(
+            [{"finding": 1, "verdict": "inconclusive", "reason": "r", "rests_on": "", "scale": "3 seeds"}]
+        ),
+        summary(),
+        training(),
+        date="2026-12-02",
+        run_time="1 job",
+        learnability=table,
+        paper_steps=20000,
+    )
+    assert "at most 6000 steps" in section and "`config/paper.yaml` trains up to 20,000 steps" in section

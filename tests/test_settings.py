@@ -32,6 +32,10 @@ def test_the_default_config_passes_the_cross_field_checks():
     "changes,message",
     [
         ({"model__options__transformer": {"heads": 3}}, "heads (3) must divide model.d_model (128)"),
+        (
+            {"model__options": {"transformer": {"heads": 4}, "transformer/s3": {"heads": 3}}},
+            "model.options.transformer/s3.heads (3) must divide",
+        ),
         ({"task_params__dyck__max_depth": 50}, "max_depth (50) exceeds train_length"),
         ({"eval_lengths": [60, 80]}, "eval_lengths must include train_length"),
         ({"interventions__eval_lengths": [80]}, "interventions.eval_lengths must include train_length"),
@@ -50,9 +54,9 @@ def test_an_architecture_trains_with_its_familys_then_its_own_overrides():
     config = changed(
         training__overrides={"mamba": {"lr": 0.01, "batch_size": 8}, "mamba_noconv": {"lr": 0.02}}
     )
-    twin = settings.train_settings(config, "mamba_noconv")
+    twin = settings.train_settings(config, "mamba_noconv", "s3")
     assert (twin["lr"], twin["batch_size"]) == (0.02, 8)
-    assert settings.train_settings(config, "lstm")["lr"] == CONFIG["training"]["lr"]
+    assert settings.train_settings(config, "lstm", "s3")["lr"] == CONFIG["training"]["lr"]
     assert not set(settings.RUNTIME_KEYS) & set(twin)  # where a job runs is not what it trains
 
 
@@ -80,3 +84,84 @@ def test_the_settings_module_does_not_import_torch():
     assert (
         subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "False"
     )
+
+
+def test_a_pairs_override_beats_its_architectures_which_beats_its_familys():
+    config = changed(
+        training__overrides={
+            "mamba": {"lr": 0.01, "batch_size": 8, "max_steps": 50},
+            "mamba_noconv": {"lr": 0.02, "batch_size": 16},
+            "mamba/s3": {"batch_size": 24},
+            "mamba_noconv/s3": {"max_steps": 900},
+        }
+    )
+    on_s3 = settings.train_settings(config, "mamba_noconv", "s3")
+    assert (on_s3["lr"], on_s3["batch_size"], on_s3["max_steps"]) == (0.02, 24, 900)
+    on_parity = settings.train_settings(config, "mamba_noconv", "parity")
+    assert (on_parity["lr"], on_parity["batch_size"], on_parity["max_steps"]) == (0.02, 16, 50)
+    assert settings.train_settings(config, "mamba", "s3")["max_steps"] == 50
+
+
+@pytest.mark.parametrize(
+    "section, key",
+    [("training__overrides", "lstm/s4"), ("training__overrides", "rwkv/s3"), ("model__options", "lstm/code")],
+)
+def test_an_unknown_pair_key_is_an_error_that_names_it(section, key):
+    with pytest.raises(ValueError, match=f"unknown key '{key}'"):
+        settings.check_config(changed(**{section: {key: {}}}))
+
+
+def test_a_pairs_model_options_reach_that_pair_only_and_the_start_token_any_family():
+    options = {**CONFIG["model"]["options"], "transformer/parity": {"start_token": True, "rotary_pct": 1.0}}
+    config = changed(model__options=options)
+    settings.check_config(config)
+    spec = settings.model_spec(config, "transformer", "parity")
+    assert spec["options"] == {"heads": 4, "start_token": True, "rotary_pct": 1.0}
+    assert settings.model_spec(config, "transformer", "s3")["options"] == {"heads": 4}
+    assert settings.model_spec(config, "lstm", "parity")["options"] == {}
+
+
+def test_the_default_config_hands_each_job_what_it_did_before_the_pair_keys():
+    """A run in progress stays valid: the same params, so Snakemake reruns nothing."""
+    assert settings.model_spec(CONFIG, "transformer", "dyck") == {
+        "arch": "transformer",
+        "task": "dyck",
+        "task_params": CONFIG["task_params"]["dyck"],
+        "d_model": 128,
+        "n_layers": 4,
+        "options": {"heads": 4},
+        "target_params": 830000,
+    }
+    shared = {k: v for k, v in CONFIG["training"].items() if k not in settings.RUNTIME_KEYS}
+    assert settings.train_settings(CONFIG, "transformer", "s3") == shared | {"lr": 0.0003}
+    assert settings.train_settings(CONFIG, "lstm", "s3") == shared
+
+
+def test_the_sweep_trains_every_point_on_as_many_sequences():
+    small = settings.sweep_settings(CONFIG, "lstm", "s3", lr=0.01, batch_size=32)
+    large = settings.sweep_settings(CONFIG, "lstm", "s3", lr=0.01, batch_size=64)
+    assert (small["max_steps"], small["eval_every"]) == (600, 50)
+    assert (large["max_steps"], large["eval_every"]) == (300, 25)
+    assert small["max_steps"] * 32 == large["max_steps"] * 64 and large["lr"] == 0.01
+
+
+def test_the_sweep_grid_crosses_each_familys_blocks_with_the_start_token_lr_and_batch():
+    points = settings.sweep_points(CONFIG)
+    sweep = CONFIG["sweep"]
+    per_block = len(sweep["start_token"]) * len(sweep["lr"]) * len(sweep["batch_size"]) * len(sweep["seeds"])
+    assert len(points) == 3 * per_block * (2 + 4)  # the Transformer's two blocks, one for the others
+    assert {p["block"] for p in points if p["arch"] == "transformer"} == {"default", "sequential"}
+    assert {p["block"] for p in points if p["arch"] == "gru"} == {"default"}
+    spec = settings.sweep_spec(CONFIG, "transformer", "parity", "sequential", True)
+    assert spec["options"] == {
+        "heads": 4,
+        "rotary_pct": 1.0,
+        "use_parallel_residual": False,
+        "start_token": True,
+    }
+
+
+def test_learnability_trains_a_pair_with_its_own_settings_to_ten_times_the_default_budget():
+    config = changed(training__overrides={"lstm/s3": {"lr": 0.003, "max_steps": 100}})
+    capped = settings.learnability_settings(config, "lstm", "s3")
+    assert (capped["lr"], capped["max_steps"]) == (0.003, 10 * CONFIG["training"]["max_steps"])

@@ -13,6 +13,7 @@ STAGES = {
     "statelayers.models": 2,
     "statelayers.training": 3,
     "statelayers.sweep": 3,
+    "statelayers.learnability": 3,
     "statelayers.measure": 4,
     "statelayers.report": 5,
     "statelayers.settings": 6,

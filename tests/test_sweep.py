@@ -6,13 +6,16 @@ from statelayers.sweep import sweep_table
 
 
 def runs(points, task="s3"):
-    """Per-run rows: ``points`` maps (lr, batch) to [(steps, reached, accuracy), ...] per seed."""
+    """Per-run rows: ``points`` maps (lr, batch) or (lr, batch, block, start token) to
+    [(steps, reached, accuracy), ...] per seed."""
     return pd.DataFrame(
         [
             {
                 "arch": "gru",
                 "task": task,
                 "seed": seed,
+                "block": block,
+                "start_token": start_token,
                 "lr": lr,
                 "batch_size": batch,
                 "max_steps": 500,
@@ -22,24 +25,29 @@ def runs(points, task="s3"):
                 "validation_token_accuracy": accuracy,
                 "train_seconds": 1.0,
             }
-            for (lr, batch), seeds in points.items()
+            for (lr, batch, block, start_token), seeds in map(_point, points.items())
             for seed, (steps, reached, accuracy) in enumerate(seeds)
         ]
     )
 
 
-def selected(points):
+def _point(item):
+    key, seeds = item
+    return (key + ("default", False) if len(key) == 2 else key), seeds
+
+
+def selected(points, columns=("lr", "batch_size")):
     table = sweep_table(runs(points))
     assert table["selected"].sum() == 1
     row = table[table["selected"]].iloc[0]
-    return row["lr"], row["batch_size"]
+    return tuple(row[column] for column in columns)
 
 
 def test_one_row_per_grid_point_with_seeds_reached_and_means():
     table = sweep_table(runs({(0.001, 32): [(200, True, 0.995), (500, False, 0.6)]}))
     row = table.iloc[0]
     assert len(table) == 1
-    assert (row["seeds"], row["reached"], row["steps"]) == (2, 1, 350.0)
+    assert (row["seeds"], row["reached"], row["steps"], row["sequences"]) == (2, 1, 350.0, 350.0 * 32)
     assert row["validation_token_accuracy"] == (0.995 + 0.6) / 2
 
 
@@ -69,3 +77,19 @@ def test_the_chosen_point_of_an_architecture_is_the_best_over_its_tasks_pooled()
     picked = table[table["selected"]].set_index("task")["lr"].to_dict()
     assert picked == {"s3": 0.003, "parity": 0.001}
     assert set(table.loc[table["chosen"], "lr"]) == {0.001} and table["chosen"].sum() == 2
+
+
+def test_fewer_sequences_win_whatever_the_steps_so_batch_sizes_compete_fairly():
+    """Batch 64 at 100 steps saw 6400 sequences; batch 32 at 150 steps saw 4800."""
+    assert selected({(0.001, 64): [(100, True, 0.995)], (0.001, 32): [(150, True, 0.995)]}) == (0.001, 32)
+
+
+def test_the_block_and_the_start_token_are_grid_dimensions_like_the_learning_rate():
+    points = {
+        (0.001, 32, "default", False): [(500, False, 0.80)],
+        (0.001, 32, "default", True): [(500, False, 0.85)],
+        (0.001, 32, "sequential", True): [(300, True, 0.99)],
+        (0.003, 32, "sequential", False): [(500, False, 0.79)],
+    }
+    assert selected(points, ("block", "start_token", "lr")) == ("sequential", True, 0.001)
+    assert len(sweep_table(runs(points))) == 4

@@ -245,6 +245,25 @@ def test_one_architectures_training_setting_reruns_only_its_chain(workdir):
     assert not {"untrained", "probes_untrained"} & {rule for rule, _ in jobs}
 
 
+def test_one_pairs_override_reruns_only_that_pairs_chain(workdir):
+    change = {"training": {"overrides": {"lstm/s3": {"lr": 0.01, "max_steps": 8}}}}
+    jobs = planned_jobs(workdir, overlay(workdir, "lstm_s3.yaml", change))
+    per_run = [(rule, w) for rule, w in jobs if rule in PER_RUN_RULES]
+    assert {(w["arch"], w["task"]) for _, w in per_run} == {("lstm", "s3")}
+    assert Counter(rule for rule, _ in per_run) == {rule: 1 for rule in PER_RUN_RULES}
+    assert not {"task_data", "untrained", "probes_untrained"} & {rule for rule, _ in jobs}
+
+
+def test_one_pairs_start_token_rebuilds_only_that_pair_and_its_untrained_twin(workdir):
+    change = {"model": {"options": {"lstm/s3": {"start_token": True}}}}
+    jobs = planned_jobs(workdir, overlay(workdir, "lstm_s3_start.yaml", change))
+    per_run = {rule: w for rule, w in jobs if rule in PER_RUN_RULES | {"untrained", "probes_untrained"}}
+    assert set(per_run) == PER_RUN_RULES | {"untrained", "probes_untrained"}
+    assert Counter((rule, w["arch"], w["task"]) for rule, w in jobs if "arch" in w) == {
+        (rule, "lstm", "s3"): 1 for rule in per_run
+    }
+
+
 def test_runs_stop_at_the_criterion_or_at_max_steps(workdir):
     """config/test.yaml gives the GRU a target it reaches at its second check (step 4);
     no other model reaches 0.99 in 6 steps."""
@@ -269,19 +288,78 @@ def test_stopping_criterion_reruns_the_training_chain_of_the_runs_it_changes(wor
 
 def test_sweep_target_trains_the_grid_and_reads_validation_accuracy_only(tmp_path):
     root = copy_workflow(tmp_path)
-    grid = overlay(root, "grid.yaml", {"architectures": ["gru", "transformer"], "tasks": ["parity"]})
-    result = snakemake(root, "sweep", "--configfile", "config/test.yaml", str(grid))
+    grid = {
+        "architectures": ["transformer"],
+        "tasks": ["parity"],
+        "sweep": {
+            "lr": [0.003],
+            "batch_size": [4, 8],
+            "start_token": [False, True],
+            "blocks": {
+                "transformer": {
+                    "default": {},
+                    "sequential": {"rotary_pct": 1.0, "use_parallel_residual": False},
+                }
+            },
+        },
+    }
+    result = snakemake(
+        root, "sweep", "--configfile", "config/test.yaml", str(overlay(root, "grid.yaml", grid))
+    )
     rules = {rule for rule, _ in listed_jobs(result.stdout + result.stderr)}
     # Validation data, the short runs and their summaries; no probe, erasure or claim.
     assert rules == {"task_data", "sweep_train", "sweep_table", "sweep_figure", "sweep"}
     assert not (root / "results" / "models").exists()
     sweep = pd.read_csv(root / "results" / "tables" / "sweep.csv")
-    assert len(sweep) == 2 * 2  # architectures x learning rates (one batch size, one seed)
-    assert set(sweep["lr"]) == {0.003, 0.03} and (sweep["max_steps"] == 6).all()
-    assert sweep.groupby("arch")["selected"].sum().eq(1).all()
-    assert sweep.groupby("arch")["chosen"].sum().eq(1).all()
+    # Two blocks, each with and without a start token, at two batch sizes.
+    assert len(sweep) == 2 * 2 * 2
+    assert set(sweep["block"]) == {"default", "sequential"}
+    assert set(sweep["start_token"]) == {False, True}
+    # Equal sequences: batch 8 trains half the steps of batch 4 (test.yaml: 6 steps at the smallest).
+    assert set(zip(sweep["batch_size"], sweep["max_steps"])) == {(4, 6), (8, 3)}
+    assert sweep["selected"].sum() == sweep["chosen"].sum() == 1
     png = matplotlib.image.imread(root / "results" / "figures" / "sweep.png")
     assert png.shape[1] > 600 and png[..., :3].std() > 0.05
+
+
+def test_learnability_trains_again_only_the_pairs_that_missed_the_criterion_to_ten_times_the_budget(tmp_path):
+    """test.yaml: the GRU reaches its criterion at step 4 of 6, the LSTM does not; the
+    LSTM's seed 0 is trained again to 60 steps, the GRU keeps its default run."""
+    root = copy_workflow(tmp_path)
+    study = overlay(root, "pairs.yaml", {"architectures": ["gru", "lstm"], "tasks": ["parity"]})
+    result = snakemake(root, "learnability", "--configfile", "config/test.yaml", str(study))
+    jobs = listed_jobs(result.stdout + result.stderr)
+    assert {rule for rule, _ in jobs} == {
+        "task_data",
+        "train",
+        "learnability_train",
+        "learnability_table",
+        "learnability_figure",
+        "learnability",
+    }
+    table = pd.read_csv(root / "benchmarks" / "learnability.csv").set_index("arch")
+    assert list(table.reset_index().columns) == [
+        "arch",
+        "task",
+        "cap",
+        "steps_to_95",
+        "steps_to_99",
+        "best_val_accuracy",
+        "wall_s",
+    ]
+    assert table.loc["gru", "cap"] == 6 and table.loc["lstm", "cap"] == 60
+    assert (table["wall_s"] > 0).all() and table["best_val_accuracy"].between(0, 1).all()
+    curves = pd.read_csv(root / "benchmarks" / "learnability_curves.csv")
+    lstm = curves[curves["arch"] == "lstm"]
+    assert lstm["step"].max() > 6 and list(lstm["step"])[:3] == [
+        2,
+        4,
+        6,
+    ]  # a new run, past the default budget
+    assert curves.loc[curves["arch"] == "gru", "step"].max() == 4  # the default run's checks
+    default = (root / "results" / "models" / "lstm" / "parity" / "seed0" / "model.json").read_text()
+    assert '"steps": 6' in default  # the study's run is left as it was
+    assert (root / "benchmarks" / "learnability.png").stat().st_size > 10_000
 
 
 def test_mamba_scan_setting_retrains_the_mamba_families_only(workdir):
@@ -336,6 +414,9 @@ def _bad(config: dict, path: list[str], value) -> dict:
         (["sweep", "lr"], [0.001, 0.0], "['sweep']['lr']"),
         (["eval_lengths"], [60, 80], "eval_lengths must include train_length"),
         (["model", "options", "transformer", "heads"], 3, "must divide model.d_model"),
+        (["training", "overrides"], {"lstm/s4": {"lr": 0.003}}, "unknown key 'lstm/s4'"),
+        (["model", "options", "rwkv/s3"], {"start_token": True}, "rwkv/s3"),
+        (["model", "options", "transformer/parity"], {"rotary_share": 1.0}, "rotary_share"),
     ],
 )
 def test_bad_config_stops_before_any_job(tmp_path, path, value, message):

@@ -12,7 +12,8 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from statelayers.models.registry import base_arch
+from statelayers.models.registry import ARCHS, FAMILIES, base_arch
+from statelayers.tasks.formal import TASKS
 
 RUNTIME_KEYS = ("device", "threads", "mamba_scan", "mamba_backend", "overrides", "protect_checkpoints")
 """``training`` keys that say where and how a job runs, not what it trains: not passed as
@@ -38,16 +39,25 @@ def check_config(config: Mapping) -> None:
             f"config: interventions.eval_lengths must include train_length ({train_length}): "
             "readability is compared with necessity at the training length"
         )
+    _check_pair_keys("training.overrides", config["training"]["overrides"], ARCHS)
+    _check_pair_keys("model.options", config["model"]["options"], FAMILIES)
     names = [model["name"] for model in config["pretrained"]["models"]]
     if len(set(names)) < len(names):
         raise ValueError("config: pretrained.models: two models share a name")
     model = config["model"]
-    heads = model["options"].get("transformer", {}).get("heads", 4)
-    if "transformer" in map(base_arch, config["architectures"]) and model["d_model"] % heads:
-        raise ValueError(
-            f"config: model.options.transformer.heads ({heads}) must divide model.d_model "
-            f"({model['d_model']}): every attention head gets d_model / heads dimensions"
-        )
+    if "transformer" in map(base_arch, config["architectures"]):
+        for task in config["tasks"]:
+            heads = resolve(model["options"], "transformer", task).get("heads", 4)
+            if model["d_model"] % heads:
+                key = (
+                    "transformer/" + task
+                    if "heads" in model["options"].get(f"transformer/{task}", {})
+                    else "transformer"
+                )
+                raise ValueError(
+                    f"config: model.options.{key}.heads ({heads}) must divide model.d_model "
+                    f"({model['d_model']}): every attention head gets d_model / heads dimensions"
+                )
 
 
 def check_pretrained_sources(sources: Mapping[str, str], backbone_dir: Callable[[str], str]) -> None:
@@ -72,13 +82,138 @@ def check_pretrained_sources(sources: Mapping[str, str], backbone_dir: Callable[
                 )
 
 
-def train_settings(config: Mapping, arch: str) -> dict:
-    """The training settings of one small architecture: the shared ones, then its family's
-    overrides, then its own (a Conv1D-ablated twin trains like its family unless told)."""
+def _check_pair_keys(where: str, mapping: Mapping, names: tuple[str, ...]) -> None:
+    """Every key of ``mapping`` is one of ``names`` or ``name/task``; else the error names
+    the key. The schema admits keys of that shape; the registry and the task list know
+    the names."""
+    for key in mapping:
+        name, _, task = key.partition("/")
+        if name not in names or (task and task not in TASKS):
+            raise ValueError(
+                f"config: {where}: unknown key {key!r}; expected an architecture of {list(names)} "
+                f"or architecture/task with a task of {list(TASKS)}"
+            )
+
+
+def pair_keys(arch: str, task: str) -> tuple[str, ...]:
+    """The keys that may set something for ``arch`` on ``task``, least specific first: its
+    family, itself, its family on the task, itself on the task. A setting for one (architecture,
+    task) pair beats one for the architecture, and an architecture's own beats its family's
+    (a Conv1D-ablated twin is trained and built like its family unless told otherwise)."""
+    family = base_arch(arch)
+    keys = (family, arch, f"{family}/{task}", f"{arch}/{task}")
+    return tuple(dict.fromkeys(keys))  # a family is its own base: no key twice
+
+
+def resolve(per_key: Mapping, arch: str, task: str) -> dict:
+    """What ``per_key`` (architecture or ``arch/task`` keys) sets for one pair, the more
+    specific key winning key by key (:func:`pair_keys`)."""
+    resolved: dict = {}
+    for key in pair_keys(arch, task):
+        resolved |= per_key.get(key, {})
+    return resolved
+
+
+def train_settings(config: Mapping, arch: str, task: str) -> dict:
+    """The training settings of one small architecture on one task: the shared ones, then
+    ``training.overrides`` for it (:func:`resolve`)."""
     training = config["training"]
     shared = {key: value for key, value in training.items() if key not in RUNTIME_KEYS}
-    overrides = training["overrides"]
-    return shared | overrides.get(base_arch(arch), {}) | overrides.get(arch, {})
+    return shared | resolve(training["overrides"], arch, task)
+
+
+def model_spec(config: Mapping, arch: str, task: str, options: Mapping | None = None) -> dict:
+    """Everything that builds one small architecture for one task: the model's sizes, the
+    task's own parameters, and ``model.options`` of its family, then of its family on the
+    task (``start_token`` among them, for any architecture), then ``options`` (a sweep's
+    grid point). Only keys that are set reach the job, so a run built as before keeps its
+    parameters exactly and reruns nothing."""
+    model = config["model"]
+    return {
+        "arch": arch,
+        "task": task,
+        "task_params": config["task_params"].get(task, {}),
+        "d_model": model["d_model"],
+        "n_layers": model["n_layers"],
+        "options": resolve(model["options"], arch, task) | dict(options or {}),
+        "target_params": model["target_params"],
+    }
+
+
+DEFAULT_BLOCK = "default"
+"""The sweep's name for a family's own options, where ``sweep.blocks`` lists none for it."""
+
+
+def sweep_blocks(config: Mapping, arch: str) -> dict[str, dict]:
+    """The sweep's named model-option sets of ``arch``'s family (merged onto the study's
+    options), or the study's options alone."""
+    return config["sweep"]["blocks"].get(base_arch(arch), {DEFAULT_BLOCK: {}})
+
+
+def sweep_points(config: Mapping) -> list[dict]:
+    """Every run of the sweep: each architecture and task of the study at each grid point
+    (its family's blocks, with and without a start token, learning rate, batch size) and
+    sweep seed."""
+    sweep = config["sweep"]
+    return [
+        {
+            "arch": arch,
+            "task": task,
+            "block": block,
+            "start_token": start_token,
+            "lr": lr,
+            "batch_size": batch_size,
+            "seed": seed,
+        }
+        for arch in config["architectures"]
+        for task in config["tasks"]
+        for block in sweep_blocks(config, arch)
+        for start_token in sweep["start_token"]
+        for lr in sweep["lr"]
+        for batch_size in sweep["batch_size"]
+        for seed in sweep["seeds"]
+    ]
+
+
+def sweep_spec(config: Mapping, arch: str, task: str, block: str, start_token: bool) -> dict:
+    """The model of a sweep run: the study's (:func:`model_spec`) with the block's options
+    and the grid point's start token."""
+    options = sweep_blocks(config, arch)[block] | {"start_token": start_token}
+    return model_spec(config, arch, task, options)
+
+
+def sweep_settings(config: Mapping, arch: str, task: str, lr: float, batch_size: int) -> dict:
+    """A sweep run's training settings: the pair's own with the grid point's learning rate
+    and batch size, on as many sequences as every other point. ``sweep.max_steps`` counts
+    steps at the grid's smallest batch size; a batch ``k`` times larger trains ``1/k`` of
+    the steps and checks validation every ``1/k`` of the steps, so every point is judged
+    after the same sequences, and a faster point is one that needs fewer sequences."""
+    sweep = config["sweep"]
+    training = train_settings(config, arch, task)
+    smallest = min(sweep["batch_size"])
+
+    def at_equal_sequences(steps: int) -> int:
+        return max(1, steps * smallest // batch_size)
+
+    return training | {
+        "lr": lr,
+        "batch_size": batch_size,
+        "max_steps": at_equal_sequences(sweep["max_steps"]),
+        "eval_every": at_equal_sequences(training["eval_every"]),
+    }
+
+
+LEARNABILITY_CAP = 10
+"""The learnability measurement trains to at most this many times ``training.max_steps``."""
+
+
+def learnability_settings(config: Mapping, arch: str, task: str) -> dict:
+    """A pair's own training settings with the learnability cap as its step budget (the
+    schedule spans the cap, so the constant phase is long and no decay cuts a slow
+    learner short)."""
+    return train_settings(config, arch, task) | {
+        "max_steps": LEARNABILITY_CAP * config["training"]["max_steps"]
+    }
 
 
 def intervention_settings(config: Mapping, pretrained: bool) -> dict:
@@ -102,6 +237,9 @@ def run_scale(config: Mapping, pretrained: list[str], patching_tasks: list[str])
     )
     if training["overrides"]:
         scale += f"; per-architecture settings {training['overrides']}"
+    pair_options = {key: value for key, value in model["options"].items() if "/" in key}
+    if pair_options:
+        scale += f"; per-pair model options {pair_options}"
     if pretrained:
         tuning, tuning_seeds = config["pretrained"]["training"], config["pretrained"]["seeds"]
         scale += (

@@ -1,69 +1,106 @@
 """The hyper-parameter sweep: short runs over a grid, judged on validation accuracy only.
 
-Each grid point (learning rate, batch size) of each (architecture, task) is trained
-for ``sweep.max_steps`` steps per sweep seed with the study's training settings
-otherwise (criterion included), and summarised by its validation checks
+A grid point is a model block (a named option set of the family, ``sweep.blocks``),
+with or without a start token, a learning rate and a batch size. Each point of each
+(architecture, task) is trained per sweep seed with the pair's training settings
+otherwise (criterion included) on as many training sequences as every other point
+(:func:`statelayers.settings.sweep_settings`), and summarised by its validation checks
 (:func:`statelayers.training.sweep_point`): nothing downstream of training (probes,
 erasures, claims) is read. Per (architecture, task) the ``selected`` point is, in order:
 
 1. the one where most seeds reached the criterion;
-2. then the fewest steps to get there (mean over seeds; points that never reached it
-   all used ``max_steps``);
+2. then the fewest training sequences to get there (steps x batch size, mean over
+   seeds; points that never reached it all used the sweep's budget of sequences);
 3. then the highest final validation token accuracy (mean over seeds);
-4. then the smaller learning rate, then the smaller batch, so the choice is unique.
+4. then the smaller learning rate, the smaller batch, the block's name, and no start
+   token before one, so the choice is unique.
 
-The study trains every task of an architecture with the same settings, so the sweep
-also marks, per architecture, the ``chosen`` point: the same order applied to the
-architecture's tasks pooled (seeds that reached the criterion summed over tasks, steps
-and accuracy averaged over them). The defaults in ``config/config.yaml`` are the chosen
-points.
+The study can train each pair with its own settings (``training.overrides`` and
+``model.options`` take ``arch/task`` keys), and ``config/config.yaml`` takes the selected
+points. The sweep also marks, per architecture, the ``chosen`` point: the same order
+applied to the architecture's tasks pooled (seeds that reached the criterion summed over
+tasks, sequences and accuracy averaged over them), the best setting shared by its tasks.
 
-Schema of ``tables/sweep.csv``: arch, task, lr, batch_size, seeds, reached (seeds that
-reached the criterion), steps (mean), validation_token_accuracy (mean of the final
-checks), max_steps, target_accuracy, selected (best for the architecture and task),
-chosen (best for the architecture over its tasks).
+Schema of ``tables/sweep.csv``: arch, task, block, start_token, lr, batch_size, seeds,
+reached (seeds that reached the criterion), steps (mean), sequences (mean steps x
+batch size), validation_token_accuracy (mean of the final checks), max_steps,
+target_accuracy, selected (best for the architecture and task), chosen (best for the
+architecture over its tasks).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-POINT = ["arch", "task", "lr", "batch_size"]
+SETTING = ["block", "start_token", "lr", "batch_size"]
+"""What the sweep chooses for a pair: the grid point's coordinates."""
+POINT = ["arch", "task", *SETTING]
 
 
 def sweep_table(runs: pd.DataFrame) -> pd.DataFrame:
     """One row per grid point from the per-run rows (keys, seed, and
     :func:`statelayers.training.sweep_point`'s columns), with the ``selected`` point marked."""
     table = (
-        runs.groupby(POINT, as_index=False)
+        runs.assign(sequences=runs["steps"] * runs["batch_size"])
+        .groupby(POINT, as_index=False)
         .agg(
             seeds=("seed", "nunique"),
             reached=("reached", "sum"),
             steps=("steps", "mean"),
+            sequences=("sequences", "mean"),
             validation_token_accuracy=("validation_token_accuracy", "mean"),
             max_steps=("max_steps", "first"),
             target_accuracy=("target_accuracy", "first"),
         )
         .astype({"reached": int})
     )
-    table["selected"] = table.index.isin(_best(table, ["arch", "task"]).index)
-    pooled = table.groupby(["arch", "lr", "batch_size"], as_index=False).agg(
+    table["selected"] = table.index.isin(best_points(table, ["arch", "task"]).index)
+    pooled = table.groupby(["arch", *SETTING], as_index=False).agg(
         reached=("reached", "sum"),
-        steps=("steps", "mean"),
+        sequences=("sequences", "mean"),
         validation_token_accuracy=("validation_token_accuracy", "mean"),
     )
-    chosen = _best(pooled, ["arch"])[["arch", "lr", "batch_size"]].assign(chosen=True)
-    table["chosen"] = (
-        table[["arch", "lr", "batch_size"]].merge(chosen, how="left")["chosen"].eq(True).to_numpy()
-    )
+    chosen = best_points(pooled, ["arch"])[["arch", *SETTING]].assign(chosen=True)
+    table["chosen"] = table[["arch", *SETTING]].merge(chosen, how="left")["chosen"].eq(True).to_numpy()
     return table
 
 
-def _best(points: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
-    """The first point per ``keys`` in the module's order: most reached, fewest steps,
-    highest accuracy, smaller learning rate, smaller batch."""
+def best_points(points: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """The first point per ``keys`` in the module's order: most reached, fewest sequences,
+    highest accuracy, then smaller learning rate, smaller batch, block name, no start token."""
     ranked = points.assign(
         _fewer_reached=-points["reached"], _lower_accuracy=-points["validation_token_accuracy"]
     )
-    ranked = ranked.sort_values([*keys, "_fewer_reached", "steps", "_lower_accuracy", "lr", "batch_size"])
-    return ranked.groupby(keys).head(1)
+    order = [
+        *keys,
+        "_fewer_reached",
+        "sequences",
+        "_lower_accuracy",
+        "lr",
+        "batch_size",
+        "block",
+        "start_token",
+    ]
+    return ranked.sort_values(order).groupby(keys).head(1).drop(columns=["_fewer_reached", "_lower_accuracy"])
+
+
+VARIANT = ["block", "start_token", "batch_size"]
+"""A grid point without its learning rate: what a figure's line or a README column shows."""
+
+
+def variant_names(table: pd.DataFrame) -> pd.Series:
+    """Each row's variant in words, naming only the dimensions the sweep varied
+    (``""`` where it varied the learning rate alone)."""
+    parts = []
+    if table["block"].nunique() > 1:
+        parts.append(table["block"].astype(str))
+    if table["start_token"].nunique() > 1:
+        parts.append(table["start_token"].map({True: "start token", False: "no start token"}))
+    if table["batch_size"].nunique() > 1:
+        parts.append("batch " + table["batch_size"].astype(str))
+    if not parts:
+        return pd.Series("", index=table.index)
+    names = parts[0]
+    for part in parts[1:]:
+        names = names + ", " + part
+    return names

@@ -109,56 +109,59 @@ settings.check_pretrained_sources(
 
 
 def model_spec(wildcards):
-    """Everything that builds one architecture's model: its own (or its family's) options only."""
+    """Everything that builds one architecture's model for one task: its family's options
+    and its family's on that task only (statelayers.settings.model_spec)."""
     if is_pretrained(wildcards):
         return {
             "pretrained": backbone_dir(wildcards.arch),
             "task": wildcards.task,
             "task_params": task_params(wildcards.task),
         }
-    model = config["model"]
-    return {
-        "arch": wildcards.arch,
-        "task": wildcards.task,
-        "task_params": task_params(wildcards.task),
-        "d_model": model["d_model"],
-        "n_layers": model["n_layers"],
-        "options": model["options"].get(base_arch(wildcards.arch), {}),
-        "target_params": model["target_params"],
-    }
+    return settings.model_spec(config, wildcards.arch, wildcards.task)
 
 
 def train_settings(wildcards):
     """A run's training settings (statelayers.settings); a pretrained model's fine-tuning ones."""
     if is_pretrained(wildcards):
         return PRETRAINED_CONFIG["training"]
-    return settings.train_settings(config, wildcards.arch)
+    return settings.train_settings(config, wildcards.arch, wildcards.task)
 
 
-SWEEP = config["sweep"]
-SWEEP_RUN = "{arch}/{task}/lr{lr}_batch{batch_size}/seed{seed}"
+SWEEP_RUN = "{arch}/{task}/{block}/start{start}_lr{lr}_batch{batch_size}/seed{seed}"
+
+
+def sweep_grid_point(wildcards):
+    """The model dimensions of a sweep run's grid point, as its table columns."""
+    return {"block": wildcards.block, "start_token": wildcards.start == "1"}
+
+
+def sweep_spec(wildcards):
+    """A sweep run's model: the study's, with its block's options and start token."""
+    point = sweep_grid_point(wildcards)
+    return settings.sweep_spec(
+        config, wildcards.arch, wildcards.task, point["block"], point["start_token"]
+    )
 
 
 def sweep_settings(wildcards):
-    """A sweep run's training settings: the run's own, with the grid point's learning rate
-    and batch size and the sweep's step budget."""
-    return train_settings(wildcards) | {
-        "lr": float(wildcards.lr),
-        "batch_size": int(wildcards.batch_size),
-        "max_steps": SWEEP["max_steps"],
-    }
+    """A sweep run's training settings: the pair's own, with the grid point's learning rate
+    and batch size, on the sweep's number of sequences (statelayers.settings)."""
+    return settings.sweep_settings(
+        config,
+        wildcards.arch,
+        wildcards.task,
+        float(wildcards.lr),
+        int(wildcards.batch_size),
+    )
 
 
 def sweep_runs():
     """Every sweep run's summary file: architectures x tasks x grid points x sweep seeds."""
-    return expand(
-        f"results/sweep/{SWEEP_RUN}.csv",
-        arch=ARCHS,
-        task=TASKS,
-        lr=SWEEP["lr"],
-        batch_size=SWEEP["batch_size"],
-        seed=SWEEP["seeds"],
-    )
+    return [
+        f"results/sweep/{point['arch']}/{point['task']}/{point['block']}/start{int(point['start_token'])}"
+        f"_lr{point['lr']}_batch{point['batch_size']}/seed{point['seed']}.csv"
+        for point in settings.sweep_points(config)
+    ]
 
 
 def mamba_settings(wildcards):

@@ -1,5 +1,6 @@
-# `snakemake --cores all sweep`: short training runs over sweep.lr x sweep.batch_size for
-# every architecture and task, judged on validation accuracy only (statelayers.sweep).
+# `snakemake --cores all sweep`: short training runs over each family's sweep.blocks x
+# sweep.start_token x sweep.lr x sweep.batch_size (at equal sequences) for every
+# architecture and task, judged on validation accuracy only (statelayers.sweep).
 # Not part of the default target; nothing here reads probes, erasures or claims.
 
 
@@ -27,6 +28,8 @@ rule sweep_train:
     benchmark:
         f"results/benchmarks/sweep/{SWEEP_RUN}.tsv"
     wildcard_constraints:
+        block=r"[A-Za-z0-9_-]+",
+        start="0|1",
         lr=r"[0-9.eE+-]+",
         batch_size=r"\d+",
     priority: train_priority
@@ -37,7 +40,8 @@ rule sweep_train:
     resources:
         gpu=model_gpu,
     params:
-        spec=model_spec,
+        spec=sweep_spec,
+        point=sweep_grid_point,
         training=sweep_settings,
         seed=lambda wc: int(wc.seed),
         data_seed=config["data_seed"],

@@ -16,4 +16,4 @@ row = sweep_point(
     validation_path=sm.input.validation,
     corpus_path=sm.input.get("corpus"),
 )
-io.write_csv(io.keyed_frame([row], runtime.run_key(sm.wildcards)), sm.output[0])
+io.write_csv(io.keyed_frame([row], runtime.run_key(sm.wildcards) | sm.params.point), sm.output[0])

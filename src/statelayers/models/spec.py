@@ -29,7 +29,20 @@ class ModelSpec:
     """With ``pretrained``: the backbone's vocabulary id of each task symbol."""
     added_tokens: int = 0
     """With ``pretrained``: embedding rows appended for symbols that are not one token."""
+    start_token: bool = False
+    """Prepend a fixed start symbol (id ``vocab_size``, one more embedding row) to every
+    input inside the tagger, with no label: attention then has a position to put weight
+    on that no input token claims. Callers still see positions 1..L only
+    (:class:`statelayers.models.tagger.SequenceTagger`). Small models only: a pretrained
+    backbone keeps the inputs it was trained on."""
 
     def __post_init__(self) -> None:
         if self.arch not in ARCHS:
             raise ValueError(f"unknown architecture {self.arch!r}; expected one of {ARCHS}")
+        if self.start_token and self.pretrained:
+            raise ValueError("start_token applies to the small models only, not to a pretrained backbone")
+
+    @property
+    def embedding_rows(self) -> int:
+        """Rows of the input embedding of a small model: the task's symbols, plus the start symbol."""
+        return self.vocab_size + self.start_token

@@ -10,6 +10,12 @@ Backbones: GPT-NeoX (rotary positions), Mamba and Mamba-2 are transformers' mode
 built from their config classes; LSTM and GRU are stacks of single-layer torch
 modules so that each layer's output exists.
 
+Start token (``ModelSpec.start_token``): the tagger prepends one fixed symbol to every
+input and drops its position again from everything it returns (logits, states) and
+from everything it hands to an edit, so every caller keeps positions 1..L. The models
+are causal, so the start position's state is the same for every input and no edit at
+a later position can reach it.
+
 Parameter matching: each architecture has one width knob (GPT-NeoX's MLP width and
 Mamba's inner width, both in steps of 16; Mamba-2's integer ``expand``). The parameter
 count is affine in the knob, so two instantiations give the line and the knob nearest
@@ -78,7 +84,7 @@ def _hf_backbone(spec: ModelSpec) -> nn.Module:
     )
 
     opts = dict(spec.options)
-    common = dict(vocab_size=spec.vocab_size, hidden_size=spec.d_model, num_hidden_layers=spec.n_layers)
+    common = dict(vocab_size=spec.embedding_rows, hidden_size=spec.d_model, num_hidden_layers=spec.n_layers)
     arch = base_arch(spec.arch)
     if arch == "transformer":
         config = GPTNeoXConfig(
@@ -86,6 +92,10 @@ def _hf_backbone(spec: ModelSpec) -> nn.Module:
             num_attention_heads=opts.pop("heads", 4),
             intermediate_size=spec.width or 4 * spec.d_model,
             max_position_embeddings=opts.pop("max_positions", 2048),
+            # transformers' defaults, stated so that a change of theirs cannot change the block:
+            # rotary positions on a quarter of each head, attention and MLP in parallel.
+            rotary_pct=opts.pop("rotary_pct", 0.25),
+            use_parallel_residual=opts.pop("use_parallel_residual", True),
             hidden_dropout=0.0,
             attention_dropout=0.0,
             use_cache=False,
@@ -135,7 +145,7 @@ class RecurrentStack(nn.Module):
     def __init__(self, spec: ModelSpec):
         super().__init__()
         cell = getattr(nn, RNN_CELLS[spec.arch])
-        self.embedding = nn.Embedding(spec.vocab_size, spec.d_model)
+        self.embedding = nn.Embedding(spec.embedding_rows, spec.d_model)
         self.layers = nn.ModuleList(RecurrentLayer(cell, spec.d_model) for _ in range(spec.n_layers))
 
     def get_input_embeddings(self) -> nn.Module:
@@ -149,14 +159,21 @@ class RecurrentStack(nn.Module):
 
 
 class Replay(nn.Module):
-    """Stands in for a block: returns ``output`` (or, without one, its input unchanged)."""
+    """Stands in for a block: returns ``output`` (or, without one, its input unchanged),
+    after ``start`` ``(1, 1, d)`` at the start position where the model has one."""
 
-    def __init__(self, output: torch.Tensor | None = None):
+    def __init__(self, output: torch.Tensor | None = None, start: torch.Tensor | None = None):
         super().__init__()
         self.output = output
+        self.start = start
 
     def forward(self, hidden_states: torch.Tensor, *args, **kwargs) -> torch.Tensor:
-        return hidden_states if self.output is None else self.output
+        if self.output is None:
+            return hidden_states
+        if self.start is None:
+            return self.output
+        start = self.start.to(self.output).expand(len(self.output), 1, -1)
+        return torch.cat([start, self.output], dim=1)
 
 
 class SequenceTagger(nn.Module):
@@ -171,6 +188,8 @@ class SequenceTagger(nn.Module):
         self.head = nn.Linear(spec.d_model, spec.num_classes)
         ids = None if spec.token_ids is None else torch.tensor(spec.token_ids)
         self.register_buffer("token_ids", ids, persistent=False)  # task symbols -> pretrained vocabulary
+        self.offset = int(spec.start_token)
+        """Positions before the first input token: 1 with a start token, else 0."""
 
     @property
     def taps(self) -> list[nn.Module]:
@@ -188,21 +207,48 @@ class SequenceTagger(nn.Module):
         earlier taps are not computed. Tap 0 (the embedding) is cheap and not skipped.
         """
         layers = self.backbone.layers
+        start = self._start_states()[tap] if self.offset and tap > 0 else None
         skipped = {i: layers[i] for i in range(tap)}
         try:
             for i in range(tap):
-                layers[i] = Replay(state if i == tap - 1 else None)
+                layers[i] = Replay(state, start) if i == tap - 1 else Replay()
             yield
         finally:
             for i, block in skipped.items():
                 layers[i] = block
 
-    def features(self, tokens: torch.Tensor) -> torch.Tensor:
+    def _logits(self, tokens: torch.Tensor) -> torch.Tensor:
+        """Logits at every position the backbone sees, the start position included."""
+        if self.offset:
+            start = tokens.new_full((len(tokens), 1), self.spec.vocab_size)
+            tokens = torch.cat([start, tokens], dim=1)
         if isinstance(self.backbone, RecurrentStack):
-            return self.backbone(tokens)
+            return self.head(self.backbone(tokens))
         if self.token_ids is not None:
             tokens = self.token_ids[tokens]
-        return self.backbone(input_ids=tokens, use_cache=False).last_hidden_state
+        return self.head(self.backbone(input_ids=tokens, use_cache=False).last_hidden_state)
+
+    @torch.no_grad()
+    def _start_states(self) -> list[torch.Tensor]:
+        """Every tap's state ``(1, 1, d)`` at the start position. The models are causal, so
+        it is the same for every input, and a pass on the start symbol alone gives it:
+        what :meth:`resumed_at` puts before the states it is given."""
+        device = next(self.parameters()).device
+        states: list[torch.Tensor | None] = [None] * len(self.taps)
+
+        def hook(index: int):
+            def record(module: nn.Module, args: tuple, output) -> None:
+                states[index] = output[0] if isinstance(output, tuple) else output
+
+            return record
+
+        handles = [tap.register_forward_hook(hook(i)) for i, tap in enumerate(self.taps)]
+        try:
+            self._logits(torch.empty(1, 0, dtype=torch.long, device=device))
+        finally:
+            for handle in handles:
+                handle.remove()
+        return states
 
     def forward(
         self,
@@ -213,19 +259,24 @@ class SequenceTagger(nn.Module):
         """Logits ``(batch, length, classes)``; with ``return_states`` also every layer's state.
 
         ``edits[i]`` replaces the output of tap ``i`` (0 = embedding) before the rest of
-        the model sees it; the returned states are the edited ones.
+        the model sees it; the returned states are the edited ones. Edits and states cover
+        the input positions only: a start position is never handed to an edit, so it
+        stays as the model computed it.
         """
         edits = dict(edits or {})
+        offset = self.offset
         if not edits and not return_states:
-            return self.head(self.features(tokens))
+            return self._logits(tokens)[:, offset:]
         states: list[torch.Tensor | None] = [None] * len(self.taps)
 
         def hook(index: int):
             def record(module: nn.Module, args: tuple, output):
                 hidden = output[0] if isinstance(output, tuple) else output
+                visible = hidden[:, offset:]
                 if index in edits:
-                    hidden = edits[index](hidden)
-                states[index] = hidden
+                    visible = edits[index](visible)
+                    hidden = torch.cat([hidden[:, :offset], visible], dim=1) if offset else visible
+                states[index] = visible
                 if index not in edits:
                     return None
                 return (hidden, *output[1:]) if isinstance(output, tuple) else hidden
@@ -234,7 +285,7 @@ class SequenceTagger(nn.Module):
 
         handles = [tap.register_forward_hook(hook(i)) for i, tap in enumerate(self.taps)]
         try:
-            logits = self.head(self.features(tokens))
+            logits = self._logits(tokens)[:, offset:]
         finally:
             for handle in handles:
                 handle.remove()
@@ -267,9 +318,15 @@ def matched_spec(
     options: Mapping,
     target_params: int,
 ) -> ModelSpec:
-    """The spec of ``arch`` for ``task``, its width knob matched to ``target_params``."""
+    """The spec of ``arch`` for ``task``, its width knob matched to ``target_params`` (a
+    start token's embedding row included). ``options`` go to the backbone's config, except
+    ``start_token`` (any architecture), which goes to the spec."""
     sizes = task_spec(task, task_params)
-    spec = ModelSpec(arch, sizes.vocab_size, sizes.num_classes, d_model, n_layers, options=dict(options))
+    options = dict(options)
+    start_token = bool(options.pop("start_token", False))
+    spec = ModelSpec(
+        arch, sizes.vocab_size, sizes.num_classes, d_model, n_layers, options=options, start_token=start_token
+    )
     return match_width(spec, target_params)
 
 

@@ -13,9 +13,12 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.ticker import NullFormatter, ScalarFormatter  # noqa: E402
 
 from statelayers import io  # noqa: E402
 from statelayers.models.registry import ARCHS, display_name, layer_label, line_style  # noqa: E402
+from statelayers.report.learnability import THRESHOLDS  # noqa: E402
+from statelayers.sweep import variant_names  # noqa: E402
 
 TASK_TITLE = {"parity": "Parity", "s3": "S3", "dyck": "Dyck", "codedepth": "Code-Depth"}
 
@@ -404,12 +407,59 @@ def learning_curves(curves: pd.DataFrame, training: pd.DataFrame, paths: list[st
     _save(fig, paths)
 
 
+def learnability(curves: pd.DataFrame, table: pd.DataFrame, paths: list[str | Path]) -> None:
+    """Validation token accuracy against step (log scale) of every pair's learnability run,
+    a panel per task, a colour per architecture; dashed lines at the thresholds, a filled
+    end marker where the run reached 0.99 and a hollow one where it never did."""
+    tasks = _ordered(curves["task"], TASK_TITLE)
+    fig, axes = plt.subplots(
+        1, len(tasks), figsize=(max(3.8 * len(tasks), 6.4), 3.4), sharey=True, squeeze=False
+    )
+    ends = table.set_index(["arch", "task"])
+    for ax, task in zip(axes[0], tasks):
+        sub = curves[curves["task"] == task]
+        for arch in _ordered(sub["arch"], ARCHS):
+            label, color, marker = line_style(arch)
+            run = sub[sub["arch"] == arch].sort_values("step")
+            ax.plot(run["step"], run["validation_token_accuracy"], "-", color=color, lw=1.3, label=label)
+            reached = pd.notna(ends.loc[(arch, task), "steps_to_99"])
+            last = run.iloc[-1]
+            ax.plot(
+                last["step"],
+                last["validation_token_accuracy"],
+                marker,
+                color=color,
+                ms=6,
+                mfc=color if reached else "white",
+            )
+        for threshold in THRESHOLDS.values():
+            ax.axhline(threshold, color="0.5", ls="--", lw=1)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(TASK_TITLE.get(task, task))
+        ax.set_xlabel("training step")
+        ax.set_ylim(-0.02, 1.02)
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("validation token accuracy")
+    axes[0][-1].legend(fontsize=8, loc="lower right")
+    fig.suptitle(
+        f"Learnability: seed 0 of every pair, to at most {int(table['cap'].max())} steps "
+        "(filled end: reached 0.99; hollow: never did)",
+        fontsize=10,
+    )
+    fig.tight_layout()
+    _save(fig, paths)
+
+
 def sweep(table: pd.DataFrame, paths: list[str | Path]) -> None:
     """Final validation token accuracy of each sweep point against the learning rate, a
-    panel per task, a colour per architecture and a line style per batch size; filled
-    markers where every seed reached the criterion, a ring around each selected point."""
+    panel per task, a colour per architecture and a line style per variant (block, start
+    token, batch size: :func:`statelayers.sweep.variant_names`); filled markers where every
+    seed reached the criterion, a ring around each selected point."""
     tasks = _ordered(table["task"], TASK_TITLE)
-    batches = sorted(table["batch_size"].unique())
+    table = table.assign(_variant=variant_names(table))
+    variants = sorted(table["_variant"].unique())
     fig, axes = plt.subplots(
         1, len(tasks), figsize=(max(3.8 * len(tasks), 6.4), 3.4), sharey=True, squeeze=False
     )
@@ -417,9 +467,11 @@ def sweep(table: pd.DataFrame, paths: list[str | Path]) -> None:
         sub = table[table["task"] == task]
         for arch in _ordered(sub["arch"], ARCHS):
             label, color, marker = line_style(arch)
-            for i, batch in enumerate(batches):
-                points = sub[(sub["arch"] == arch) & (sub["batch_size"] == batch)].sort_values("lr")
-                name = label if len(batches) == 1 else f"{label}, batch {batch}"
+            for i, variant in enumerate(variants):
+                points = sub[(sub["arch"] == arch) & (sub["_variant"] == variant)].sort_values("lr")
+                if points.empty:
+                    continue
+                name = f"{label}, {variant}" if variant else label
                 ax.plot(
                     points["lr"],
                     points["validation_token_accuracy"],
@@ -458,11 +510,14 @@ def sweep(table: pd.DataFrame, paths: list[str | Path]) -> None:
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("final validation token accuracy")
-    axes[0][-1].legend(fontsize=7, loc="lower left")
+    if len(variants) == 1:
+        axes[0][-1].legend(fontsize=7, loc="lower left")
+    else:  # a line per architecture and variant: too many to sit inside a panel
+        axes[0][-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.02, 1.0))
     max_steps = int(table["max_steps"].max())
     n_seeds = int(table["seeds"].max())
     fig.suptitle(
-        f"Sweep: at most {max_steps} steps per run, {_count(n_seeds, 'seed')} per point "
+        f"Sweep: at most {max_steps} steps per run at the smallest batch, {_count(n_seeds, 'seed')} per point "
         "(filled: every seed reached the criterion; ring: best for the task;\n"
         "square: chosen for the architecture)",
         fontsize=10,

@@ -14,6 +14,7 @@ import pandas as pd
 from statelayers.models.registry import ARCHS, display_name
 from statelayers.report.claims import LEARNED_ACCURACY, MARGINS, MIN_SEEDS
 from statelayers.report.stats import INTERVAL_KIND
+from statelayers.sweep import best_points, variant_names
 
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 VARIANT_NAMES = {"noconv_trained": "trained without", "noconv_inference": "removed at inference"}
@@ -70,26 +71,52 @@ def training_markdown(training: pd.DataFrame, behaviour_summary: pd.DataFrame) -
 
 
 def sweep_markdown(sweep: pd.DataFrame) -> str:
-    """Rows (task, arch) in ``sweep``'s order, a column per grid point: final validation
-    token accuracy (mean over the sweep's seeds), then, where every seed reached the
-    criterion, a check mark and the mean steps; bold where the point is ``chosen`` for
-    the architecture (:mod:`statelayers.sweep`)."""
-    points = sweep[["lr", "batch_size"]].drop_duplicates().sort_values(["batch_size", "lr"])
-    several = points["batch_size"].nunique() > 1
-    names = [f"lr {p.lr:g}" + (f", batch {p.batch_size}" if several else "") for p in points.itertuples()]
-    lines = ["| task | architecture | " + " | ".join(names) + " |", "| --- | --- |" + " --- |" * len(names)]
+    """Rows (task, arch) in ``sweep``'s order; a column per learning rate, or, where the
+    sweep varied more than the learning rate, a column per variant (block, start token,
+    batch size: :func:`statelayers.sweep.variant_names`) showing its best learning rate
+    (:func:`statelayers.sweep.best_points`). A cell is the final validation token
+    accuracy (mean over the sweep's seeds), then, where every seed reached the criterion,
+    a check mark and the mean steps; bold where the point is ``selected`` for the pair."""
+    sweep = sweep.assign(_variant=variant_names(sweep))
+    by_variant = sweep["_variant"].nunique() > 1
+    column = "_variant" if by_variant else "lr"
+    names = sorted(sweep[column].unique())
+    if by_variant:
+        sweep = best_points(sweep, ["arch", "task", "_variant"])
+    header = names if by_variant else [f"lr {lr:g}" for lr in names]
+    lines = ["| task | architecture | " + " | ".join(header) + " |", "| --- | --- |" + " --- |" * len(names)]
     for (task, arch), group in sweep.groupby(["task", "arch"], sort=False):
-        at = group.set_index(["lr", "batch_size"])
+        at = group.set_index(column)
         cells = []
-        for point in points.itertuples():
-            if (point.lr, point.batch_size) not in at.index:
+        for name in names:
+            if name not in at.index:
                 cells.append("n/a")
                 continue
-            row = at.loc[(point.lr, point.batch_size)]
+            row = at.loc[name]
             cell = f"{row['validation_token_accuracy']:.3f}"
             cell += f" ✓ {row['steps']:.0f}" if row["reached"] == row["seeds"] else ""
-            cells.append(f"**{cell}**" if row["chosen"] else cell)
+            cell += f" (lr {row['lr']:g})" if by_variant else ""
+            cells.append(f"**{cell}**" if row["selected"] else cell)
         lines.append(f"| {task} | {display_name(arch)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def learnability_markdown(table: pd.DataFrame) -> str:
+    """Rows (task, arch) in ``table``'s order (``benchmarks/learnability.csv``,
+    :mod:`statelayers.report.learnability`): steps until validation first reached the
+    learned threshold and 0.99 (``never`` within the cap), the best validation accuracy,
+    the run's step budget and its training time."""
+    lines = [
+        f"| task | architecture | steps to {LEARNED_ACCURACY} | steps to 0.99 | best validation accuracy "
+        "| steps at most | training time |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    steps = lambda value: "never" if pd.isna(value) else f"{int(value)}"  # noqa: E731
+    for row in table.itertuples():
+        lines.append(
+            f"| {row.task} | {display_name(row.arch)} | {steps(row.steps_to_95)} | {steps(row.steps_to_99)} "
+            f"| {row.best_val_accuracy:.3f} | {int(row.cap)} | {row.wall_s:.0f} s |"
+        )
     return "\n".join(lines)
 
 
@@ -121,10 +148,13 @@ def results_section(
     conv1d_summary: pd.DataFrame | None = None,
     sweep: pd.DataFrame | None = None,
     probe_figure: str | None = None,
+    learnability: pd.DataFrame | None = None,
+    paper_steps: int | None = None,
 ) -> str:
     """The whole marked section; the Conv1D table only where ``conv1d_summary`` is given,
-    the sweep the defaults came from where ``sweep`` is, and the probe figure (a path
-    relative to the README) where ``probe_figure`` is."""
+    the sweep the defaults came from where ``sweep`` is, the probe figure (a path
+    relative to the README) where ``probe_figure`` is, and the budget each pair needs
+    where ``learnability`` is, beside the paper's step budget ``paper_steps``."""
     order = {name: i for i, name in enumerate(["parity", "s3", "dyck", "codedepth", *ARCHS])}
     by_task = lambda frame: frame.sort_values(  # noqa: E731
         ["task", "arch"], key=lambda c: c.map(order).fillna(len(order)), kind="stable"
@@ -152,13 +182,26 @@ def results_section(
             conv1d_markdown(conv1d_summary),
             "",
         ]
+    learnability_lines = []
+    if learnability is not None:
+        learnability_lines = [
+            "The budget each pair needs (`snakemake learnability`, `benchmarks/learnability.csv`): seed 0",
+            "of each pair, its default run where that reached the criterion, else trained again with its",
+            f"settings to at most {int(learnability['cap'].max())} steps. A finding about a pair becomes",
+            f"answerable once the pair learns, at about its steps to {LEARNED_ACCURACY} (on validation here,",
+            "on test accuracy in the claims check); a finding needs its slowest pair"
+            + (f"; `config/paper.yaml` trains up to {paper_steps:,} steps:" if paper_steps else ":"),
+            "",
+            learnability_markdown(by_task(learnability)),
+            "",
+        ]
     sweep_lines = []
     if sweep is not None:
         sweep_lines = [
-            f"Hyper-parameters: the sweep (`snakemake sweep`, at most {int(sweep['max_steps'].max())} steps,",
-            f"{int(sweep['seeds'].max())} seed(s) per point) chose the learning rate of each architecture",
-            "(bold) from validation accuracy alone: final validation token accuracy at each point,",
-            "with a check mark and the mean steps where every seed reached the criterion:",
+            f"Hyper-parameters: the sweep (`snakemake sweep`, at most {int(sweep['max_steps'].max())} steps",
+            f"at the smallest batch, every point on as many sequences, {int(sweep['seeds'].max())} seed(s) per point)",
+            "selected each pair's point (bold) from validation accuracy alone: final validation token",
+            "accuracy, with a check mark and the mean steps where every seed reached the criterion:",
             "",
             sweep_markdown(by_task(sweep)),
             "",
@@ -194,6 +237,7 @@ def results_section(
             "",
             behaviour_markdown(summary),
             "",
+            *learnability_lines,
             *conv1d_lines,
             *sweep_lines,
             "The numbers behind every verdict are in `results/claims.md`; regenerate this section",

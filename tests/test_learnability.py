@@ -1,0 +1,52 @@
+"""The learnability measurement reads one run's validation checks per pair, and trains
+again only the pairs whose default run missed the criterion."""
+
+import pandas as pd
+
+from statelayers.learnability import pair_checks, validation_checks
+from statelayers.report.learnability import COLUMNS, summary
+
+
+def history(accuracies, every=50):
+    """``train_log.csv`` rows: a logged step between checks (no validation columns), then a check."""
+    rows = []
+    for i, accuracy in enumerate(accuracies, start=1):
+        rows.append({"step": every * i - every // 2, "loss": 1.0, "seconds": 2.0 * i - 1})
+        rows.append(
+            {
+                "step": every * i,
+                "loss": 1.0,
+                "seconds": 2.0 * i,
+                "validation_token_accuracy": accuracy,
+                "validation_sequence_accuracy": accuracy / 2,
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def test_the_first_checks_at_the_thresholds_the_best_check_and_the_wall_time():
+    checks = validation_checks(history([0.5, 0.96, 0.94, 0.991, 0.995]))
+    assert list(checks["step"]) == [50, 100, 150, 200, 250]
+    row = summary(checks, cap=6000)
+    assert row == {
+        "cap": 6000,
+        "steps_to_95": 100,
+        "steps_to_99": 200,
+        "best_val_accuracy": 0.995,
+        "wall_s": 10.0,
+    }
+    assert set(row) | {"arch", "task"} == set(COLUMNS)
+
+
+def test_a_threshold_never_reached_is_left_empty():
+    row = summary(validation_checks(history([0.3, 0.6, 0.93])), cap=600)
+    assert row["steps_to_95"] is None and row["steps_to_99"] is None and row["best_val_accuracy"] == 0.93
+
+
+def test_a_pair_that_reached_the_criterion_keeps_its_default_run_and_is_not_trained_again():
+    meta = {"reached": True, "steps": 250, "training": {"max_steps": 600}}
+    default = history([0.5, 0.96, 0.94, 0.991, 0.995])
+    # No spec, settings or data: a pair that needs no training never builds a model.
+    checks, cap = pair_checks(meta, default, None, None, 0, "cpu", None, 0, 40, "missing.parquet", "none.pt")
+    assert cap == 600
+    pd.testing.assert_frame_equal(checks, validation_checks(default))
