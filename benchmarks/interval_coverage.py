@@ -48,7 +48,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--draws", type=int, default=50_000)
+    parser.add_argument("--draws", type=int, default=20_000)
     parser.add_argument("--seeds", type=int, nargs="+", default=[3, 5])
     parser.add_argument("--resamples", type=int, default=999)
     parser.add_argument("--confidence", type=float, default=0.95)

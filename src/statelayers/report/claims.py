@@ -13,7 +13,10 @@ before the first run with them was looked at). A sub-claim is one of two kinds:
   the other side;
 - ``at_least`` (the value reaches the bound: "accuracy >= 0.99"): *supported* when the
   whole interval lies above ``bound - margin`` (at or above the bound, or equivalent to
-  it); *contradicted* when it lies below ``bound - margin``;
+  it); *contradicted* when it lies below ``bound - margin``; so a threshold is met
+  within its margin (>= 0.99 passes from 0.98 up);
+- ``at_most`` (the mirror: "an erasure costs practically nothing" is drop <= 0):
+  supported when the interval lies below ``bound + margin``, contradicted above it;
 
 and *unresolved* otherwise. No sub-claim is decided from fewer than :data:`MIN_SEEDS`
 per-seed values: it is unresolved with the reason "fewer than 3 seeds".
@@ -32,8 +35,8 @@ and at least one did not, is unresolved with the reason "<arch> did not learn <t
 (accuracy <x> at seed <s>, ...)"; its finding is then ``inconclusive`` whatever its
 other sub-claims say, and the reason names those runs (and any sub-claim contradicted
 among the runs that learned). Finding 5 pools architectures: it uses the learned runs
-of the task, names the runs it left out, and is unresolved only when fewer than
-:data:`MIN_LEARNED_SEEDS` runs of the task learned it.
+of the task, names the runs it left out, and is unresolved only when the runs of the
+task that learned it cover fewer than :data:`MIN_LEARNED_SEEDS` seeds.
 
 Layer numbering: block ``b`` here (layer ``b >= 1``; 0 is the embedding) is the
 paper's ``L{b-1}``. Sub-claims per finding:
@@ -57,9 +60,11 @@ paper's ``L{b-1}``. Sub-claims per finding:
    length). Pythia-160M: the largest drop over the middle third of its blocks exceeds
    the drop at its last block, and its best probe block lies after its most necessary
    block. Mamba-130M: its last block's probe accuracy is within 0.05 of its best block,
-   erasing the probe directions there costs < 0.002 accuracy, and patching the input of
+   erasing the probe directions there costs practically nothing (the paper's < 0.002
+   is below the erasure margin, so: drop <= 0 within it), and patching the input of
    its last block (layer ``n_blocks - 1``) from the clean run into the corrupted one at
-   the middle half of the positions recovers > 0.9 of the logit difference (the output
+   the middle half of the positions recovers >= 0.9 of the logit difference (the
+   thresholds within their margins: 0.05 + 0.02 of probe accuracy, 0.9 - 0.02; the output
    of the last block at an earlier position cannot reach the metric position; its input
    can, through the block's recurrence).
 7. Conv1D (the ``mamba_noconv`` twin trained without it; :mod:`statelayers.report.conv1d`):
@@ -84,7 +89,7 @@ import pandas as pd
 
 from statelayers.models.registry import FAMILIES, RECURRENT, SSM
 from statelayers.report.conv1d import per_seed_differences
-from statelayers.report.stats import INTERVAL_KIND, IntervalConfig, mean_ci, profile_shapes
+from statelayers.report.stats import INTERVAL_KIND, IntervalConfig, mean_ci, profile_shapes, rounding_sd
 
 LEARNED_ACCURACY = 0.95
 """Test token accuracy at the training length from which a run counts as having learned its task."""
@@ -95,6 +100,8 @@ MIN_SEEDS = 3
 MIN_LEARNED_SEEDS = MIN_SEEDS
 """Learned seeds an architecture needs on a task for a sub-claim about it."""
 FEWER_SEEDS = f"fewer than {MIN_SEEDS} seeds"
+SIGNS = {"greater": ">", "at_least": ">=", "at_most": "<="}
+"""The sub-claim kinds (module docstring) and how each reads."""
 
 
 @dataclass(frozen=True)
@@ -104,8 +111,8 @@ class Quantity:
     name: str
     margin: float
     """Differences smaller than this are no difference for any finding (same units as the values)."""
-    resolution: float = 0.0
-    """Grid step of the values (0: continuous); see :func:`statelayers.report.stats.mean_ci`."""
+    sd_floor: float = 0.0
+    """Smallest standard deviation of the values (rounding to a grid: :func:`statelayers.report.stats.rounding_sd`)."""
 
 
 TOKEN_ACCURACY = Quantity("token accuracy", 0.01)
@@ -118,8 +125,10 @@ PROBE_ACCURACY = Quantity("probe accuracy", 0.02)
 them: about twice a probe's own sampling error on its held-out tokens (a quarter of 320
 sequences x 40 tokens: standard error <= 0.9 points), and a fifth of the smallest profile
 difference the paper describes (Transformer 76 against Mamba 60 % at L1 on Parity)."""
-LAYER_POSITION = Quantity("layer position", 0.5, resolution=1.0)
+LAYER_POSITION = Quantity("layer position", 0.5, sd_floor=rounding_sd(1.0))
 """Half a block: positions are whole blocks, so less than half a block is no difference in position."""
+LAYER_DIFFERENCE = Quantity("layer position difference", 0.5, sd_floor=rounding_sd(1.0, terms=2))
+""":data:`LAYER_POSITION`'s margin for the difference of two positions (two rounding errors)."""
 ERASURE_DROP = Quantity("erasure drop", 0.01)
 """One percentage point of token accuracy lost to an erasure (a drop is an accuracy
 difference): the paper's erasures cost tens of points where they matter."""
@@ -152,17 +161,24 @@ class SubClaim:
     quantity: Quantity
     bound: float = 0.0
     kind: str = "greater"
-    """``greater``: the value exceeds ``bound``; ``at_least``: it reaches ``bound`` (module docstring)."""
+    """``greater``: the value exceeds ``bound``; ``at_least``: it reaches ``bound``; ``at_most``:
+    it does not exceed ``bound`` (module docstring)."""
     unlearned: tuple[str, ...] = ()
     """Why it cannot be decided: the models it needs that did not learn their task."""
     note: str = ""
     """Said beside the measured numbers (runs left out of a pooled sub-claim)."""
 
     def evaluate(self, config: IntervalConfig) -> dict:
-        """Status, reason text and the numbers behind it (a row of ``subclaims.csv``)."""
+        """Status, reason text and the numbers behind it (a row of ``subclaims.csv``).
+        A sub-claim blocked by runs that did not learn still shows its interval over the
+        runs that did."""
         per_seed = self.per_seed.dropna()
         values = per_seed.to_numpy()
-        seeds = per_seed.index.get_level_values("seed").nunique() if "seed" in per_seed.index.names else len(values)
+        seeds = (
+            per_seed.index.get_level_values("seed").nunique()
+            if "seed" in per_seed.index.names
+            else len(values)
+        )
         margin = self.quantity.margin
         row = {
             "subclaim": self.name,
@@ -177,27 +193,30 @@ class SubClaim:
             "ci_low": float("nan"),
             "ci_high": float("nan"),
         }
+        numbers = ""
+        if len(values):
+            mean, low, high = mean_ci(values, config, self.quantity.sd_floor)
+            row |= {"mean": mean, "ci_low": low, "ci_high": high}
+            numbers = (
+                f"{mean:+.3f} [{low:+.3f}, {high:+.3f}] (n={len(values)}) "
+                f"vs {SIGNS[self.kind]} {self.bound:+.3f}, margin {margin:g}"
+            )
         if self.unlearned:
             reason = "; ".join(self.unlearned)
-            return row | {
-                "status": "unlearned",
-                "text": f"{self.name}: unresolved, {reason}",
-                "reason": reason,
-            }
-        if len(values) == 0:
+            text = f"{self.name}: unresolved, {reason}" + (f" (learned runs: {numbers})" if numbers else "")
+            return row | {"status": "unlearned", "text": text, "reason": reason}
+        if not numbers:
             return row | {"status": "missing", "text": f"{self.name}: no data", "reason": "no data"}
-        mean, low, high = mean_ci(values, config, self.quantity.resolution)
-        row |= {"mean": mean, "ci_low": low, "ci_high": high}
-        sign = ">" if self.kind == "greater" else ">="
-        text = (
-            f"{self.name}: {mean:+.3f} [{low:+.3f}, {high:+.3f}] (n={len(values)}) "
-            f"vs {sign} {self.bound:+.3f}, margin {margin:g}"
-        )
-        text += f" ({self.note})" if self.note else ""
+        text = f"{self.name}: {numbers}" + (f" ({self.note})" if self.note else "")
         if seeds < MIN_SEEDS:
             return row | {"status": "unresolved", "text": f"{text}: {FEWER_SEEDS}", "reason": FEWER_SEEDS}
-        edge = self.bound + margin if self.kind == "greater" else self.bound - margin
-        status = "supported" if low > edge else "contradicted" if high < edge else "unresolved"
+        low, high = row["ci_low"], row["ci_high"]
+        if self.kind == "at_most":
+            edge = self.bound + margin
+            status = "supported" if high < edge else "contradicted" if low > edge else "unresolved"
+        else:
+            edge = self.bound + margin if self.kind == "greater" else self.bound - margin
+            status = "supported" if low > edge else "contradicted" if high < edge else "unresolved"
         return row | {"status": status, "text": text, "reason": ""}
 
     def status(self, config: IntervalConfig) -> tuple[str, str]:
@@ -219,17 +238,20 @@ class Finding:
         return " | ".join(text if status == "unlearned" else f"{text}: {status}" for status, text in results)
 
     def rests_on(self, config: IntervalConfig) -> str:
-        """What the verdict rests on: seeds, interval kind, the margins of its quantities."""
+        """What the verdict rests on: seeds (and pooled units), interval kind, the margins of
+        its quantities."""
         if self.missing or not self.claims:
             return ""
-        counts = [claim.evaluate(config)["n"] for claim in self.claims if not claim.unlearned]
-        seeds = (
-            f"{min(counts)}-{max(counts)}"
-            if counts and min(counts) != max(counts)
-            else str(counts[0] if counts else 0)
-        )
+        rows = [claim.evaluate(config) for claim in self.claims]
+
+        def span(key: str) -> str:
+            values = sorted({row[key] for row in rows})
+            return f"{values[0]}-{values[-1]}" if len(values) > 1 else str(values[0])
+
+        pooled = any(row["n"] != row["seeds"] for row in rows)
+        seeds = f"{span('seeds')} seeds" + (f" ({span('n')} architecture x seed units)" if pooled else "")
         margins = dict.fromkeys(f"{claim.quantity.name} {claim.quantity.margin:g}" for claim in self.claims)
-        return f"n = {seeds} per sub-claim; {config.confidence:.0%} {INTERVAL_KIND} intervals; margins: {', '.join(margins)}"
+        return f"{seeds} per sub-claim; {config.confidence:.0%} {INTERVAL_KIND} intervals; margins: {', '.join(margins)}"
 
     def verdict(self, config: IntervalConfig) -> dict:
         if self.missing:
@@ -435,7 +457,7 @@ def profile_findings(
                 claim(
                     f"dyck {arch} - transformer first block at 95 %",
                     first("dyck", arch) - first("dyck", "transformer"),
-                    LAYER_POSITION,
+                    LAYER_DIFFERENCE,
                     "greater",
                     [(arch, "dyck"), ("transformer", "dyck")],
                 )
@@ -484,9 +506,9 @@ def necessity_finding(
         failures = [learned.failures(arch, name) for arch in sorted(frame["arch"].unique())]
         failures = tuple(failure for failure in failures if failure)
         units_learned = kept[kept["task"] == name][["arch", "seed"]].drop_duplicates()
-        blocked = failures if len(units_learned) < MIN_LEARNED_SEEDS else ()
+        blocked = failures if units_learned["seed"].nunique() < MIN_LEARNED_SEEDS else ()
         note = "left out: " + "; ".join(failures) if failures and not blocked else ""
-        for length in (lengths[0], lengths[-1]):
+        for length in dict.fromkeys((lengths[0], lengths[-1])):
             at_length = kept[(kept["task"] == name) & (kept["eval_length"] == length)]
             finding.claims.append(
                 SubClaim(
@@ -540,7 +562,7 @@ def pretrained_finding(
         SubClaim(
             "pythia-160m: best probe block - most necessary block",
             accuracy.drop(columns=0).idxmax(axis=1) - drop.drop(columns=0).idxmax(axis=1),
-            LAYER_POSITION,
+            LAYER_DIFFERENCE,
         ),
     ]
     drop, accuracy = (
@@ -556,10 +578,10 @@ def pretrained_finding(
             kind="at_least",
         ),
         SubClaim(
-            "mamba-130m: 0.002 - last-block probe-direction drop",
-            0.002 - drop[n_blocks],
+            "mamba-130m: last-block probe-direction drop (practically zero)",
+            drop[n_blocks],
             ERASURE_DROP,
-            kind="at_least",
+            kind="at_most",
         ),
     ]
     if patching is None or "mamba-130m" not in set(patching["arch"]):
@@ -682,13 +704,14 @@ def claims_markdown(check: ClaimsCheck, learned: pd.DataFrame, train_length: int
         f"| {r.finding} | **{r.verdict}** | {r.reason} | {r.rests_on} | {r.paper} |"
         for r in claims.itertuples()
     ]
+    kind = check.subclaims["interval"].iloc[0] if len(check.subclaims) else INTERVAL_KIND
     subclaims = [
-        "| # | sub-claim | n | mean [95 % CI] | claimed | margin | status |",
+        f"| # | sub-claim | n | mean [{kind} CI] | claimed | margin | status |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in check.subclaims[check.subclaims["reading"] == "gated"].itertuples():
         interval = f"{r.mean:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]" if pd.notna(r.mean) else ""
-        claimed = f"{'>' if r.kind == 'greater' else '>='} {r.bound:+.3f}"
+        claimed = f"{SIGNS[r.kind]} {r.bound:+.3f}"
         status = f"{r.status} ({r.reason})" if r.reason else r.status
         subclaims.append(
             f"| {r.finding} | {r.subclaim} | {r.n} | {interval} | {claimed} | {r.margin:g} ({r.quantity}) | {status} |"
@@ -715,7 +738,7 @@ def claims_markdown(check: ClaimsCheck, learned: pd.DataFrame, train_length: int
         [
             f"# Claims check\n\nScale: {scale}\n",
             (
-                f"Intervals: 95 % {INTERVAL_KIND} over seeds; no sub-claim is decided from fewer than "
+                f"Intervals: {kind} over seeds; no sub-claim is decided from fewer than "
                 f"{MIN_SEEDS} seeds. Margins of practical equivalence: {margins}.\n"
             ),
             *lines,

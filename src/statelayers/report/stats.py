@@ -12,14 +12,20 @@ per-seed values are independent draws from a normal distribution, at every ``n >
 (at n = 3 the multiplier is 4.30). Under skew it under-covers, mildly at moderate skew
 (``benchmarks/interval_coverage.csv``, 20 000 draws, 95 % nominal, n = 3 / 5):
 skewness 2/3 94.5 / 94.2 %, beta(8, 2) (skewness -0.83, like accuracies near a ceiling)
-93.4 / 92.8 %, skewness 1 93.9 / 93.1 %, skewness 2 88.5 / 88.2 %. The percentile
+93.4 / 92.8 %, skewness 1 93.9 / 93.1 %, skewness 1.75 92.1 / 91.1 %, skewness 2
+88.5 / 88.2 %. The percentile
 bootstrap used before covered 75 / 84 % of normal draws: with few seeds it cannot reach
 outside the seeds' range.
 
 Discrete quantities: a value known only on a grid of step ``h`` (a layer position,
-``h = 1``) that shows zero spread at three seeds is not certain; its standard deviation
-is floored at that of a rounding error to the grid, ``h / √12``. So three seeds that
-agree on a one-block difference give ``1 ± 0.72``, five give ``1 ± 0.36``.
+``h = 1``) that shows zero spread at three seeds is not certain. It is read as a
+continuous quantity rounded to the grid, so its standard deviation is floored at the
+rounding error's, ``h / √12`` for one rounded value and ``h / √6`` for the difference of
+two (:func:`rounding_sd`). Three seeds that agree on one position give ``± 0.72``, five
+``± 0.36``: agreement decides a half-block margin from four seeds on, as an exact sign
+test would (3 of 3 agreeing has probability 1/8 by chance, 5 of 5 1/32). Three seeds
+that agree on a one-block difference of two positions give ``1 ± 1.01``; that needs
+six seeds (``1 ± 0.43``).
 
 Layer profiles use the blocks only (layer >= 1; layer 0 is the embedding), so block
 ``i`` here is the paper's ``L{i-1}``:
@@ -53,31 +59,34 @@ class IntervalConfig:
 INTERVAL_KIND = "Student t"
 """How :func:`mean_ci` builds its interval, as reported beside every verdict."""
 
-LAYER_RESOLUTION = 1.0
-"""Grid step of layer positions (``first_layer_95`` and differences of them)."""
+
+def rounding_sd(step: float, terms: int = 1) -> float:
+    """Standard deviation of the rounding error of a sum or difference of ``terms`` values
+    rounded to a grid of ``step`` (independent uniform errors of variance ``step² / 12``)."""
+    return step * math.sqrt(terms / 12)
 
 
 def mean_ci(
-    values: Sequence[float], config: IntervalConfig = IntervalConfig(), resolution: float = 0.0
+    values: Sequence[float], config: IntervalConfig = IntervalConfig(), sd_floor: float = 0.0
 ) -> tuple[float, float, float]:
     """(mean, low, high): Student-t interval of the mean; NaN bounds for one value.
 
-    ``resolution`` > 0 says the values lie on a grid of that step: their standard
-    deviation is taken as at least ``resolution / √12`` (a rounding error's).
+    ``sd_floor``: the smallest standard deviation the values are taken to have (for
+    values on a grid, :func:`rounding_sd`).
     """
     values = np.asarray(values, dtype=float)
     mean = float(values.mean())
     n = len(values)
     if n < 2:
         return mean, float("nan"), float("nan")
-    sd = max(float(values.std(ddof=1)), resolution / math.sqrt(12))
+    sd = max(float(values.std(ddof=1)), sd_floor)
     half = float(stats.t.ppf((1 + config.confidence) / 2, n - 1)) * sd / math.sqrt(n)
     return mean, mean - half, mean + half
 
 
-def resolution_of(metric: str) -> float:
-    """The grid step of a per-seed metric: layer positions are whole blocks."""
-    return LAYER_RESOLUTION if metric.endswith("first_layer_95") else 0.0
+def sd_floor_of(metric: str) -> float:
+    """The standard-deviation floor of a per-seed metric: layer positions are whole blocks."""
+    return rounding_sd(1.0) if metric.endswith("first_layer_95") else 0.0
 
 
 def summarize(
@@ -87,7 +96,7 @@ def summarize(
     rows = []
     for key, group in frame.groupby(keys, sort=True):
         for value in values:
-            mean, low, high = mean_ci(group[value].dropna().to_numpy(), config, resolution_of(value))
+            mean, low, high = mean_ci(group[value].dropna().to_numpy(), config, sd_floor_of(value))
             rows.append(
                 {
                     **dict(zip(keys, key)),
