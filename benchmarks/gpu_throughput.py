@@ -111,10 +111,12 @@ def window(trainees: Sequence[Trainee], offset: int, seconds: float, block: int)
     return {"steps": steps, "spent": spent, "elapsed": time.perf_counter() - start, **memory}
 
 
-def work(index: int, connection: Connection, device: str, threads: int, families: list[str], warmup: int):
+def work(
+    index: int, connection: Connection, device: str, threads: int, families: list[str], warmup: int
+) -> None:
     """A benchmark process: build the models, warm them up, report the device and the
-    models' Mamba backends, then run
-    a timed :func:`window` for each ``(start time, seconds, block)`` received, until ``None``."""
+    models' Mamba backends, then run a timed :func:`window` for each ``(start time,
+    seconds, block)`` received, until ``None``."""
     runtime.start(threads=threads)
     resolved = torch.device(device)
     config = paper_config()

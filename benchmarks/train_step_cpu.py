@@ -166,17 +166,17 @@ def main() -> None:
         print(f"{args.arch} on {args.task}, seed {args.seed}, at most {steps} steps, {threads} thread(s):")
         reference = args.revisions[0]
         for revision in args.revisions:
-            best = min(times[revision], default=float("nan"))
-            ratio = best / min(times[reference], default=float("nan"))
             differs = same_run(run_directory(scratch, reference, 0), run_directory(scratch, revision, 0))
-            print(
-                f"  {revision}: best {best:.2f} s of {len(times[revision])} ({ratio:.3f} x {reference}); "
-                + (
-                    "bit-identical to " + reference
-                    if not differs
-                    else f"differs from {reference}: {differs[:5]}"
-                )
+            same = (
+                f"bit-identical to {reference}" if not differs else f"differs from {reference}: {differs[:5]}"
             )
+            if times[revision]:
+                best = min(times[revision])
+                ratio = best / min(times[reference])
+                timing = f"best {best:.2f} s of {len(times[revision])} ({ratio:.3f} x {reference})"
+            else:
+                timing = "not timed"
+            print(f"  {revision}: {timing}; {same}")
 
 
 if __name__ == "__main__":
