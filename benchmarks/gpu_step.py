@@ -2,8 +2,8 @@
 
 Usage: ``python benchmarks/gpu_step.py [--device cuda] [--steps 30] [--warmup 3] [--csv PATH]``
 
-The step is the workflow's (:func:`statelayers.training.accumulate_gradients`, gradient
-clipping, AdamW over :func:`statelayers.training.parameter_groups`) with config/paper.yaml's
+The step is the workflow's (:func:`statelayers.training.training_step`: gradients,
+clipping, AdamW from :func:`statelayers.training.make_optimizer`) with config/paper.yaml's
 training settings (batch 64) laid over config/config.yaml, on the workflow's models
 (d_model 128, 4 layers, each width matched to 830K parameters, the config's options per
 architecture) and random tokens of ``train_length`` 40 with parity's vocabulary. Rows:
@@ -37,8 +37,8 @@ import yaml
 
 from statelayers.models.backends import resolve_backend
 from statelayers.models.registry import FAMILIES, SSM, base_arch
-from statelayers.models.tagger import build_model, count_parameters, matched_spec
-from statelayers.training import TrainConfig, accumulate_gradients, parameter_groups
+from statelayers.models.tagger import SequenceTagger, build_model, count_parameters, matched_spec
+from statelayers.training import TrainConfig, make_optimizer, training_step
 
 CONFIG = Path(__file__).resolve().parents[1] / "config"
 ROWS = (
@@ -75,11 +75,9 @@ def synchronize(device: torch.device) -> None:
         torch.cuda.synchronize(device)
 
 
-def step_seconds(
-    arch: str, backend: str | None, config: Mapping, device: torch.device, steps: int, warmup: int
-) -> tuple[int, float]:
-    """Parameter count of the model and mean seconds per training step."""
-    torch.manual_seed(0)
+def paper_model(arch: str, backend: str | None, config: Mapping, device: torch.device) -> SequenceTagger:
+    """The workflow's ``arch`` at ``config``'s size (parity's vocabulary), in train mode on
+    ``device``, Mamba and Mamba-2 under ``backend``."""
     model_config = config["model"]
     spec = matched_spec(
         arch,
@@ -91,18 +89,23 @@ def step_seconds(
         model_config["target_params"],
     )
     mamba = {"backend": backend, "scan": config["training"]["mamba_scan"]} if backend else None
-    model = build_model(spec, mamba, device=device).to(device).train()
-    settings = train_config(config)
-    optimizer = torch.optim.AdamW(parameter_groups(model, settings.weight_decay), lr=settings.lr)
-    shape = (settings.batch_size * settings.grad_accumulation, config["train_length"])
-    tokens = torch.randint(0, spec.vocab_size, shape, device=device)
-    labels = torch.randint(0, spec.num_classes, shape, device=device)
+    return build_model(spec, mamba, device=device).to(device).train()
 
-    def step() -> None:  # what statelayers.training.train does per step, without the schedule
-        optimizer.zero_grad(set_to_none=True)
-        accumulate_gradients(model, tokens, labels, settings, device)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), settings.grad_clip)
-        optimizer.step()
+
+def step_seconds(
+    arch: str, backend: str | None, config: Mapping, device: torch.device, steps: int, warmup: int
+) -> tuple[int, float]:
+    """Parameter count of the model and mean seconds per training step."""
+    torch.manual_seed(0)
+    model = paper_model(arch, backend, config, device)
+    settings = train_config(config)
+    optimizer = make_optimizer(model, settings, device)
+    shape = (settings.batch_size * settings.grad_accumulation, config["train_length"])
+    tokens = torch.randint(0, model.spec.vocab_size, shape, device=device)
+    labels = torch.randint(0, model.spec.num_classes, shape, device=device)
+
+    def step() -> None:  # statelayers.training.train's step, without the schedule
+        training_step(model, optimizer, tokens, labels, settings, device)
 
     for _ in range(warmup):
         step()

@@ -45,7 +45,7 @@ from transformers.models.mamba import modeling_mamba
 
 from statelayers.models import causal_conv, mamba_scan
 from statelayers.models.tagger import build_model, matched_spec
-from statelayers.training import TrainConfig, accumulate_gradients, parameter_groups
+from statelayers.training import TrainConfig, make_optimizer, training_step
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
 ROWS = {
@@ -86,7 +86,7 @@ def make_step(arch: str, scan: str, batch: int = 64, length: int = 40):
     if scan == "scan-free":  # after build_model, which points the scan at the backend's
         modeling_mamba.mamba_selective_scan = scan_free
     config = TrainConfig(batch_size=batch)
-    optimizer = torch.optim.AdamW(parameter_groups(model, config.weight_decay), lr=config.lr)
+    optimizer = make_optimizer(model, config, torch.device("cpu"))
     tokens = torch.randint(0, spec.vocab_size, (batch, length))
     labels = torch.randint(0, spec.num_classes, (batch, length))
 
@@ -95,10 +95,7 @@ def make_step(arch: str, scan: str, batch: int = 64, length: int = 40):
             if scan == "pytorch":
                 for module in (mamba_scan, causal_conv):
                     stack.enter_context(mock.patch.object(module, "runs_cpu_kernels", lambda tensor: False))
-            optimizer.zero_grad(set_to_none=True)
-            accumulate_gradients(model, tokens, labels, config, torch.device("cpu"))
-            torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-            optimizer.step()
+            training_step(model, optimizer, tokens, labels, config, torch.device("cpu"))
 
     return step
 

@@ -1,6 +1,7 @@
-"""The GPU check's CPU side (issue 21): the prepare step, the sm_90 patch of the upstream
-setup.py files, the paper-scale estimate, and tools/gpu_check.sh's control flow in dry
-runs where the packages the GPU machine lacks cannot be imported.
+"""The GPU check's CPU side (issues 21 and 27): the prepare step, the sm_90 patch of the
+upstream setup.py files, the paper-scale estimates (one job at a time, and K at once),
+and tools/gpu_check.sh's control flow in dry runs where the packages the GPU machine
+lacks cannot be imported; the dry run runs the throughput benchmark at K = 1 and 2.
 
 The upstream tarballs are not part of the repository: the tests on the real sources run
 where tools/gpu_prepare.sh has filled .gpu/sources; the others use small stand-ins made
@@ -28,6 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tools"), str(REPO / "benchmarks")]
 import gpu_sources  # noqa: E402
 import gpu_step  # noqa: E402
+import gpu_throughput  # noqa: E402
 
 ABSENT_ON_THE_GPU_MACHINE = ("snakemake", "concept_erasure", "datasets", "numba")
 GPU_MACHINE_PACKAGES = (  # README of the lent machine; torch is this machine's local CPU wheel
@@ -201,6 +203,43 @@ def test_the_paper_estimate_sums_every_job_at_its_familys_speed():
         gpu_step.paper_hours(config, {"mamba": 0.5})
 
 
+def test_the_estimate_at_k_divides_the_jobs_steps_by_k_at_each_familys_step_time_beside_the_others():
+    config = {
+        "architectures": ["mamba", "mamba_noconv", "gru"],
+        "tasks": ["parity"],
+        "seeds": [0, 1],
+        "training": {"max_steps": 100, "overrides": {}},
+    }
+    results = [  # two processes: 0.3 s per Mamba step and 0.1 s per GRU step over both
+        {
+            "steps": {"mamba": 10, "gru": 20},
+            "spent": {"mamba": 2.0, "gru": 1.0},
+            "elapsed": 3.0,
+            "rss_mib": 5,
+        },
+        {
+            "steps": {"mamba": 10, "gru": 20},
+            "spent": {"mamba": 4.0, "gru": 3.0},
+            "elapsed": 7.0,
+            "rss_mib": 9,
+        },
+    ]
+    row = gpu_throughput.summary(2, results, config, ["mamba", "gru"], workers=4)
+    assert (row["ms_mamba"], row["ms_gru"]) == pytest.approx((300, 100))
+    assert row["steps_per_s"] == pytest.approx(30 / 3 + 30 / 7)  # each process's rate, added
+    assert row["ms_per_step"] == pytest.approx(1e3 * (3 / 30 + 7 / 30) / 2)
+    assert row["paper_hours"] == pytest.approx(2 * 100 * (0.3 * 2 + 0.1) / 3600 / 2)
+    assert row["rss_mib"] == 9 and "gpu_reserved_mib" not in row
+
+
+def test_the_checks_step_limits_on_the_gpu_machine_add_up_to_nine_minutes():
+    text = (REPO / "tools" / "gpu_check.sh").read_text()
+    limits = {name: int(value) for name, value in re.findall(r"^(LIMIT_\w+)=(\d+)", text, re.MULTILINE)}
+    tools = len(re.findall(r'limited "\$LIMIT_TOOL"', text))  # nvidia-smi, nvcc, ninja
+    assert tools == 3 and set(limits) >= {"LIMIT_BUILD", "LIMIT_THROUGHPUT", "LIMIT_BENCHMARK"}
+    assert sum(limits.values()) + (tools - 1) * limits["LIMIT_TOOL"] == 540
+
+
 def dry_run(tmp_path: Path, sources: Path, python: str = sys.executable) -> tuple[int, dict[str, str], Path]:
     """Run ``tools/gpu_check.sh --dry-run`` with the GPU machine's missing packages blocked;
     return its exit status, the status of each step and its output directory."""
@@ -240,6 +279,7 @@ def test_a_dry_run_builds_nothing_and_runs_every_other_step_without_the_missing_
         "build-mamba": "dry run: not built",
         "no-kernels": "ok",
         "tests": "ok",
+        "throughput": "ok",
         "benchmark": "ok",
         "total": "0 step(s) failed",
     }
@@ -265,15 +305,23 @@ def test_a_dry_run_builds_nothing_and_runs_every_other_step_without_the_missing_
             else float(row["ms_per_step"]) > 0
         )
     assert "h on one GPU with Mamba and Mamba-2 on torch" in (out / "benchmark.log").read_text()
+    concurrent = list(csv.DictReader((out / "gpu_throughput.csv").open()))
+    assert [int(row["k"]) for row in concurrent] == [1, 2][: len(os.sched_getaffinity(0))]
+    for row in concurrent:
+        assert float(row["steps_per_s"]) > 0 and float(row["paper_hours"]) > 0
+        assert all(
+            float(row[f"ms_{family}"]) > 0 for family in ("transformer", "mamba", "mamba2", "lstm", "gru")
+        )
+    assert "best K = " in (out / "throughput.log").read_text()
 
 
-def test_a_dry_run_without_sources_fails_those_steps_and_still_runs_the_tests_and_the_benchmark(tmp_path):
+def test_a_dry_run_without_sources_fails_those_steps_and_still_runs_the_tests_and_the_benchmarks(tmp_path):
     (tmp_path / "empty").mkdir()
     status, steps, out = dry_run(tmp_path, tmp_path / "empty")
     assert status == 1
     assert steps["sources"] == "FAILED (exit 1)" and steps["build"] == "FAILED (no sources)"
     assert "run tools/gpu_prepare.sh DIR" in (out / "sources.log").read_text()
-    assert steps["no-kernels"] == steps["tests"] == steps["benchmark"] == "ok"
+    assert steps["no-kernels"] == steps["tests"] == steps["throughput"] == steps["benchmark"] == "ok"
     assert steps["total"] == "2 step(s) failed"
 
 

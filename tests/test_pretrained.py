@@ -164,7 +164,7 @@ def test_gradient_accumulation_equals_one_large_batch(fetched):
     for batch, accumulation in ((8, 1), (4, 2), (2, 4)):
         model.zero_grad()
         config = TrainConfig(batch_size=batch, grad_accumulation=accumulation)
-        losses.append(accumulate_gradients(model, tokens, labels, config, torch.device("cpu"))[0])
+        losses.append(accumulate_gradients(model, tokens, labels, config, torch.device("cpu"))[0].item())
         grads.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
     for other, loss in zip(grads[1:], losses[1:]):
         assert loss == pytest.approx(losses[0], rel=1e-5)

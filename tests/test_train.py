@@ -8,12 +8,18 @@ import pytest
 import torch
 
 from statelayers import io, training
+from statelayers.models.tagger import build_model, matched_spec
 from statelayers.tasks.codedepth import file_split
 from statelayers.tasks.data import TrainingStream, make_split, split_rng, training_rng
 from statelayers.training import (
+    TrainConfig,
+    accumulate_gradients,
     learning_curves,
+    make_optimizer,
+    parameter_groups,
     reached_target,
     train_checkpoint,
+    training_step,
     training_table,
     untrained_checkpoint,
 )
@@ -178,3 +184,63 @@ def test_an_untrained_twin_holds_the_weights_its_run_started_from(tmp_path, vali
     assert any(not torch.equal(twin[name], trained[name]) for name in twin)  # training moved them
     meta = json.loads((tmp_path / "untrained" / "model.json").read_text())
     assert meta["steps"] == 0 and meta["untrained"] and meta["seed"] == 5
+
+
+def tiny_gru() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return build_model(matched_spec(**SPEC)).train()
+
+
+def test_a_training_step_reads_nothing_back_from_the_device(monkeypatch):
+    """On a GPU any read (``item``, ``float``, ``bool``) would make the host wait for the step."""
+    model, config = tiny_gru(), TrainConfig(batch_size=4, grad_accumulation=2)
+    tokens, labels = torch.randint(0, 6, (8, 10)), torch.randint(0, 6, (8, 10))
+    for read in ("item", "__float__", "__bool__", "tolist"):
+        monkeypatch.setattr(
+            torch.Tensor, read, lambda *args, read=read: pytest.fail(f"the step called {read}")
+        )
+    loss, acc = accumulate_gradients(model, tokens, labels, config, torch.device("cpu"))
+    monkeypatch.undo()
+    assert loss.dtype == acc.dtype == torch.float64 and loss.dim() == acc.dim() == 0
+    assert 0 <= acc.item() <= 1 < loss.item()
+
+
+def test_adamw_is_fused_on_cuda_and_on_cpu_foreach_which_equals_the_per_tensor_loop_bit_for_bit():
+    config = TrainConfig(lr=0.05, weight_decay=0.1)
+    assert make_optimizer(tiny_gru(), config, torch.device("cuda")).defaults["fused"]
+    weights = []
+    for optimizer in (
+        lambda model: make_optimizer(model, config, torch.device("cpu")),
+        lambda model: torch.optim.AdamW(parameter_groups(model, 0.1), lr=0.05, foreach=False),
+    ):
+        model, generator = tiny_gru(), torch.Generator().manual_seed(1)
+        adamw = optimizer(model)
+        for _ in range(5):
+            tokens, labels = (torch.randint(0, 6, (4, 10), generator=generator) for _ in range(2))
+            training_step(model, adamw, tokens, labels, config, torch.device("cpu"))
+        weights.append(model.state_dict())
+    assert make_optimizer(tiny_gru(), config, torch.device("cpu")).defaults["foreach"]
+    assert all(torch.equal(weights[0][name], weights[1][name]) for name in weights[0])
+
+
+def test_logged_loss_and_accuracy_are_the_running_means_that_python_floats_gave(
+    tmp_path, validation, monkeypatch
+):
+    """The sums moved to the device in float64: each row's mean, bit for bit, as before."""
+    steps, step = [], training.training_step
+
+    def record(*args):
+        steps.append(step(*args))
+        return steps[-1]
+
+    monkeypatch.setattr(training, "training_step", record)
+    run(validation, tmp_path / "run", target_accuracy=1.0)
+    history = pd.read_csv(tmp_path / "run" / "train_log.csv", float_precision="round_trip")
+    previous = 0
+    for row in history.itertuples():
+        values = [(loss.item(), acc.item()) for loss, acc in steps[previous : row.step]]
+        loss_sum = acc_sum = 0.0
+        for loss, acc in values:
+            loss_sum, acc_sum = loss_sum + loss, acc_sum + acc
+        assert (row.loss, row.train_token_accuracy) == (loss_sum / len(values), acc_sum / len(values))
+        previous = row.step

@@ -3,7 +3,8 @@
 # CUDA kernels of causal-conv1d and mamba-ssm from their upstream sources for sm_90 only,
 # checks that the compiled modules import and that transformers binds them, runs the CUDA
 # tests (both Mamba backends give the same numbers, the Conv1D identity on the kernel
-# path, the scans) and times a training step of every model on the GPU.
+# path, the scans), measures how many training processes share the GPU best
+# (benchmarks/gpu_throughput.py) and times a training step of every model alone.
 #
 #   tools/gpu_prepare.sh DIR      # first, where pip works: fills .gpu/sources
 #   tools/gpu_check.sh            # then on the GPU machine, in a copy of the repository
@@ -19,8 +20,9 @@
 #
 # --dry-run runs the same steps without nvidia-smi, nvcc or a build: it unpacks and patches
 # the sources, prints the build commands, runs the kernel import check (step no-kernels:
-# it must run through and find none), the same tests on CPU (their CUDA half skipped) and
-# a one-step CPU benchmark.
+# it must run through and find none), the same tests on CPU (their CUDA half skipped), the
+# throughput benchmark at K = 1 and 2 on CPU (one block of each model) and a one-step CPU
+# benchmark.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -41,10 +43,14 @@ esac
 LIMIT_TOOL=5         # nvidia-smi, nvcc, ninja: each
 LIMIT_PYTHON=15      # importing torch and transformers
 LIMIT_SOURCES=5
-LIMIT_BUILD=345      # both packages at once
-LIMIT_KERNELS=20
-LIMIT_TESTS=80       # Triton compiles Mamba-2's kernels on their first call
-LIMIT_BENCHMARK=60   # ... and again for the benchmark's shapes
+LIMIT_BUILD=300      # both packages at once
+LIMIT_KERNELS=15
+LIMIT_TESTS=70       # Triton compiles Mamba-2's kernels on their first call
+LIMIT_THROUGHPUT=90  # ... and again for batch 64; 16 processes start; 6 values of K x 4 s
+LIMIT_BENCHMARK=30   # the same shapes: Triton's cache has them
+if $DRY_RUN; then    # the benchmarks on CPU, one step of each model: as slow as the CPU is loaded
+    LIMIT_THROUGHPUT=120 LIMIT_BENCHMARK=120
+fi
 TESTS=(tests/test_backends.py tests/test_conv1d.py tests/test_mamba_scan.py tests/test_cuda_scan.py)
 
 mkdir -p "$OUT"
@@ -155,12 +161,22 @@ fi
 step tests limited "$LIMIT_TESTS" "$PYTHON" -m pytest -v -rs -p no:cacheprovider \
     --junitxml="$OUT/tests.xml" "${TESTS[@]}"
 
-# A training step of every model under both Mamba backends, and the paper's scale from it.
+# K training processes at once on the GPU, K = 1 to 16: the best K and the paper's hours at it.
+if $DRY_RUN; then
+    step throughput limited "$LIMIT_THROUGHPUT" "$PYTHON" benchmarks/gpu_throughput.py --device cpu \
+        --ks 1 2 --seconds 0 --block 1 --warmup 0 --csv "$OUT/gpu_throughput.csv"
+else
+    step throughput limited "$LIMIT_THROUGHPUT" "$PYTHON" benchmarks/gpu_throughput.py --seconds 4 \
+        --csv "$OUT/gpu_throughput.csv"
+fi
+
+# A training step of every model alone under both Mamba backends, and the paper's scale from it.
 if $DRY_RUN; then
     step benchmark limited "$LIMIT_BENCHMARK" "$PYTHON" benchmarks/gpu_step.py --device cpu --steps 1 \
         --warmup 0 --csv "$OUT/gpu_step.csv"
 else
-    step benchmark limited "$LIMIT_BENCHMARK" "$PYTHON" benchmarks/gpu_step.py --csv "$OUT/gpu_step.csv"
+    step benchmark limited "$LIMIT_BENCHMARK" "$PYTHON" benchmarks/gpu_step.py --steps 20 \
+        --csv "$OUT/gpu_step.csv"
 fi
 
 record total "$FAILED step(s) failed" $((SECONDS - START))
