@@ -37,7 +37,7 @@ import yaml
 
 from statelayers import io
 from statelayers.models.registry import SSM, base_arch
-from statelayers.settings import train_settings
+from statelayers.settings import model_spec, train_settings
 from statelayers.tasks.data import make_split
 
 REPO = Path(__file__).resolve().parents[1]
@@ -77,18 +77,10 @@ def source(revision: str, scratch: Path) -> Path:
 
 def job(config: dict, arch: str, task: str, seed: int, max_steps: int | None, validation: Path) -> dict:
     """What the workflow's ``train`` rule gives the run (workflow/rules/common.smk), as JSON."""
-    model, training = config["model"], config["training"]
-    settings = train_settings(config, arch) | ({"max_steps": max_steps} if max_steps else {})
+    training = config["training"]
+    settings = train_settings(config, arch, task) | ({"max_steps": max_steps} if max_steps else {})
     return {
-        "spec": {
-            "arch": arch,
-            "task": task,
-            "task_params": config["task_params"].get(task, {}),
-            "d_model": model["d_model"],
-            "n_layers": model["n_layers"],
-            "options": model["options"].get(base_arch(arch), {}),
-            "target_params": model["target_params"],
-        },
+        "spec": model_spec(config, arch, task),
         "training": settings,
         "seed": seed,
         "threads": training["threads"],
