@@ -136,7 +136,15 @@ RECOVERY = Quantity("patching recovery", 0.02)
 """Two percent of the clean - corrupted logit difference (the paper's recoveries: 97-98 %)."""
 MARGINS = {
     q.name: q.margin
-    for q in (TOKEN_ACCURACY, TOKEN_ACCURACY_PP, PROBE_ACCURACY, LAYER_POSITION, ERASURE_DROP, RECOVERY)
+    for q in (
+        TOKEN_ACCURACY,
+        TOKEN_ACCURACY_PP,
+        PROBE_ACCURACY,
+        LAYER_POSITION,
+        LAYER_DIFFERENCE,
+        ERASURE_DROP,
+        RECOVERY,
+    )
 }
 """Every margin, by kind of quantity (docs/methods.md lists them with their reasons)."""
 
