@@ -112,7 +112,8 @@ class Quantity:
     margin: float
     """Differences smaller than this are no difference for any finding (same units as the values)."""
     sd_floor: float = 0.0
-    """Smallest standard deviation of the values (rounding to a grid: :func:`statelayers.report.stats.rounding_sd`)."""
+    """Smallest standard deviation of the values (rounding to a grid:
+    :func:`statelayers.report.stats.rounding_sd`)."""
 
 
 TOKEN_ACCURACY = Quantity("token accuracy", 0.01)
@@ -232,6 +233,22 @@ class SubClaim:
         return result["status"], result["text"]
 
 
+def _rests_on(rows: list[dict]) -> str:
+    """What a verdict rests on, from its sub-claims' rows (:meth:`SubClaim.evaluate`):
+    seeds (and pooled units), interval kind, the margins of its quantities."""
+    if not rows:
+        return ""
+
+    def span(key: str) -> str:
+        values = sorted({row[key] for row in rows})
+        return f"{values[0]}-{values[-1]}" if len(values) > 1 else str(values[0])
+
+    pooled = any(row["n"] != row["seeds"] for row in rows)
+    seeds = f"{span('seeds')} seeds" + (f" ({span('n')} architecture x seed units)" if pooled else "")
+    margins = dict.fromkeys(f"{row['quantity']} {row['margin']:g}" for row in rows)
+    return f"{seeds} per sub-claim; {rows[0]['interval']} intervals; margins: {', '.join(margins)}"
+
+
 @dataclass
 class Finding:
     number: int
@@ -245,29 +262,13 @@ class Finding:
         results = [claim.status(config) for claim in self.claims]
         return " | ".join(text if status == "unlearned" else f"{text}: {status}" for status, text in results)
 
-    def rests_on(self, config: IntervalConfig) -> str:
-        """What the verdict rests on: seeds (and pooled units), interval kind, the margins of
-        its quantities."""
-        if self.missing or not self.claims:
-            return ""
-        rows = [claim.evaluate(config) for claim in self.claims]
-
-        def span(key: str) -> str:
-            values = sorted({row[key] for row in rows})
-            return f"{values[0]}-{values[-1]}" if len(values) > 1 else str(values[0])
-
-        pooled = any(row["n"] != row["seeds"] for row in rows)
-        seeds = f"{span('seeds')} seeds" + (f" ({span('n')} architecture x seed units)" if pooled else "")
-        margins = dict.fromkeys(f"{claim.quantity.name} {claim.quantity.margin:g}" for claim in self.claims)
-        return f"{seeds} per sub-claim; {config.confidence:.0%} {INTERVAL_KIND} intervals; margins: {', '.join(margins)}"
-
     def verdict(self, config: IntervalConfig) -> dict:
         if self.missing:
             return {"verdict": "inconclusive", "reason": self.missing, "measured": "", "rests_on": ""}
         results = [claim.evaluate(config) for claim in self.claims]
         statuses = [result["status"] for result in results]
         measured = " | ".join(result["text"] for result in results)
-        rests_on = self.rests_on(config)
+        rests_on = _rests_on(results)
         unlearned = list(dict.fromkeys(reason for claim in self.claims for reason in claim.unlearned))
         if unlearned:
             contradicted = [claim.name for claim, s in zip(self.claims, statuses) if s == "contradicted"]
@@ -722,7 +723,8 @@ def claims_markdown(check: ClaimsCheck, learned: pd.DataFrame, train_length: int
         claimed = f"{SIGNS[r.kind]} {r.bound:+.3f}"
         status = f"{r.status} ({r.reason})" if r.reason else r.status
         subclaims.append(
-            f"| {r.finding} | {r.subclaim} | {r.n} | {interval} | {claimed} | {r.margin:g} ({r.quantity}) | {status} |"
+            f"| {r.finding} | {r.subclaim} | {r.n} | {interval} | {claimed} "
+            f"| {r.margin:g} ({r.quantity}) | {status} |"
         )
     other = {
         "on_gains": "Findings 2-4 on the gain over the untrained twin (verdicts use accuracy)",

@@ -56,6 +56,24 @@ def _layer_axis(ax, layers: list[int]) -> None:
     ax.set_xlabel("layer")
 
 
+def _task_row(n_tasks: int) -> tuple:
+    """A row of panels, one per task, sharing the accuracy axis."""
+    return plt.subplots(1, n_tasks, figsize=(max(3.8 * n_tasks, 6.4), 3.4), sharey=True, squeeze=False)
+
+
+def _end_marker(ax, run: pd.DataFrame, marker: str, color: str, reached: bool) -> None:
+    """Where a run's validation curve ends: filled where it reached its target, else hollow."""
+    last = run.iloc[-1]
+    ax.plot(
+        last["step"],
+        last["validation_token_accuracy"],
+        marker,
+        color=color,
+        ms=6,
+        mfc=color if reached else "white",
+    )
+
+
 def _save(fig: plt.Figure, paths: list[str | Path]) -> None:
     for path in paths:
         fmt = Path(path).suffix.lstrip(".")
@@ -360,9 +378,7 @@ def learning_curves(curves: pd.DataFrame, training: pd.DataFrame, paths: list[st
     and a line per seed; a line ends where its run stopped, with a filled marker where it
     reached the criterion (dashed grey line) and a hollow one where it ran out of steps."""
     tasks = _ordered(curves["task"], TASK_TITLE)
-    fig, axes = plt.subplots(
-        1, len(tasks), figsize=(max(3.8 * len(tasks), 6.4), 3.4), sharey=True, squeeze=False
-    )
+    fig, axes = _task_row(len(tasks))
     ends = training.set_index(["arch", "task", "seed"])
     for ax, task in zip(axes[0], tasks):
         sub = curves[curves["task"] == task]
@@ -379,15 +395,7 @@ def learning_curves(curves: pd.DataFrame, training: pd.DataFrame, paths: list[st
                     lw=1.3,
                     label=label if i == 0 else None,
                 )
-                reached = bool(ends.loc[(arch, task, seed), "reached"])
-                ax.plot(
-                    run["step"].iloc[-1],
-                    run["validation_token_accuracy"].iloc[-1],
-                    marker,
-                    color=color,
-                    ms=6,
-                    mfc=color if reached else "white",
-                )
+                _end_marker(ax, run, marker, color, bool(ends.loc[(arch, task, seed), "reached"]))
         for target in training.loc[training["task"] == task, "target_accuracy"].unique():
             ax.axhline(target, color="0.5", ls="--", lw=1)
         ax.set_title(TASK_TITLE.get(task, task))
@@ -412,9 +420,7 @@ def learnability(curves: pd.DataFrame, table: pd.DataFrame, paths: list[str | Pa
     a panel per task, a colour per architecture; dashed lines at the thresholds, a filled
     end marker where the run reached 0.99 and a hollow one where it never did."""
     tasks = _ordered(curves["task"], TASK_TITLE)
-    fig, axes = plt.subplots(
-        1, len(tasks), figsize=(max(3.8 * len(tasks), 6.4), 3.4), sharey=True, squeeze=False
-    )
+    fig, axes = _task_row(len(tasks))
     ends = table.set_index(["arch", "task"])
     for ax, task in zip(axes[0], tasks):
         sub = curves[curves["task"] == task]
@@ -422,16 +428,7 @@ def learnability(curves: pd.DataFrame, table: pd.DataFrame, paths: list[str | Pa
             label, color, marker = line_style(arch)
             run = sub[sub["arch"] == arch].sort_values("step")
             ax.plot(run["step"], run["validation_token_accuracy"], "-", color=color, lw=1.3, label=label)
-            reached = pd.notna(ends.loc[(arch, task), "steps_to_99"])
-            last = run.iloc[-1]
-            ax.plot(
-                last["step"],
-                last["validation_token_accuracy"],
-                marker,
-                color=color,
-                ms=6,
-                mfc=color if reached else "white",
-            )
+            _end_marker(ax, run, marker, color, pd.notna(ends.loc[(arch, task), "steps_to_99"]))
         for threshold in THRESHOLDS.values():
             ax.axhline(threshold, color="0.5", ls="--", lw=1)
         ax.set_xscale("log")
@@ -460,9 +457,7 @@ def sweep(table: pd.DataFrame, paths: list[str | Path]) -> None:
     tasks = _ordered(table["task"], TASK_TITLE)
     table = table.assign(_variant=variant_names(table))
     variants = sorted(table["_variant"].unique())
-    fig, axes = plt.subplots(
-        1, len(tasks), figsize=(max(3.8 * len(tasks), 6.4), 3.4), sharey=True, squeeze=False
-    )
+    fig, axes = _task_row(len(tasks))
     for ax, task in zip(axes[0], tasks):
         sub = table[table["task"] == task]
         for arch in _ordered(sub["arch"], ARCHS):
