@@ -104,7 +104,12 @@ def test_a_pairs_override_beats_its_architectures_which_beats_its_familys():
 
 @pytest.mark.parametrize(
     "section, key",
-    [("training__overrides", "lstm/s4"), ("training__overrides", "rwkv/s3"), ("model__options", "lstm/code")],
+    [
+        ("training__overrides", "lstm/s4"),
+        ("training__overrides", "rwkv/s3"),
+        ("model__options", "lstm/code"),
+        ("sweep__pairs", "mamba3/parity"),
+    ],
 )
 def test_an_unknown_pair_key_is_an_error_that_names_it(section, key):
     with pytest.raises(ValueError, match=f"unknown key '{key}'"):
@@ -146,12 +151,13 @@ def test_the_sweep_trains_every_point_on_as_many_sequences():
 
 
 def test_the_sweep_grid_crosses_each_familys_blocks_with_the_start_token_lr_and_batch():
-    points = settings.sweep_points(CONFIG)
+    points = settings.sweep_points(changed(sweep__pairs=None))
     sweep = CONFIG["sweep"]
     per_block = len(sweep["start_token"]) * len(sweep["lr"]) * len(sweep["batch_size"]) * len(sweep["seeds"])
     assert len(points) == 3 * per_block * (2 + 4)  # the Transformer's two blocks, one for the others
     assert {p["block"] for p in points if p["arch"] == "transformer"} == {"default", "sequential"}
     assert {p["block"] for p in points if p["arch"] == "gru"} == {"default"}
+    assert len(settings.sweep_points(changed(sweep__pairs={}))) == 0
     spec = settings.sweep_spec(CONFIG, "transformer", "parity", "sequential", True)
     assert spec["options"] == {
         "heads": 4,
@@ -159,6 +165,30 @@ def test_the_sweep_grid_crosses_each_familys_blocks_with_the_start_token_lr_and_
         "use_parallel_residual": False,
         "start_token": True,
     }
+
+
+def test_sweep_pairs_sweep_only_the_pairs_named_each_on_its_own_grid():
+    config = changed(
+        sweep__pairs={"transformer": {"lr": [0.0003]}, "transformer/dyck": {"batch_size": [32]}, "lstm/s3": {}}
+    )
+    points = settings.sweep_points(config)
+    assert {(p["arch"], p["task"]) for p in points} == {
+        ("transformer", "parity"),
+        ("transformer", "s3"),
+        ("transformer", "dyck"),
+        ("lstm", "s3"),
+    }
+    assert {p["lr"] for p in points if p["arch"] == "transformer"} == {0.0003}
+    assert {p["batch_size"] for p in points if p["task"] == "dyck"} == {32}
+    assert {p["batch_size"] for p in points if p["task"] == "parity"} == {32, 64}
+    assert {p["lr"] for p in points if p["arch"] == "lstm"} == set(CONFIG["sweep"]["lr"])
+    # a pair whose grid has batch 64 only counts the budget at 64: no smaller batch to scale from
+    alone = changed(sweep__pairs={"gru/s3": {"batch_size": [64]}})
+    assert settings.sweep_settings(alone, "gru", "s3", lr=0.001, batch_size=64)["max_steps"] == (
+        CONFIG["sweep"]["max_steps"]
+    )
+    with pytest.raises(ValueError, match="gru/parity"):
+        settings.sweep_settings(alone, "gru", "parity", lr=0.001, batch_size=64)
 
 
 def test_learnability_trains_a_pair_with_its_own_settings_to_ten_times_the_default_budget():

@@ -41,6 +41,7 @@ def check_config(config: Mapping) -> None:
         )
     _check_pair_keys("training.overrides", config["training"]["overrides"], ARCHS)
     _check_pair_keys("model.options", config["model"]["options"], FAMILIES)
+    _check_pair_keys("sweep.pairs", config["sweep"].get("pairs") or {}, ARCHS)
     names = [model["name"] for model in config["pretrained"]["models"]]
     if len(set(names)) < len(names):
         raise ValueError("config: pretrained.models: two models share a name")
@@ -150,29 +151,52 @@ def sweep_blocks(config: Mapping, arch: str) -> dict[str, dict]:
     return config["sweep"]["blocks"].get(base_arch(arch), {DEFAULT_BLOCK: {}})
 
 
-def sweep_points(config: Mapping) -> list[dict]:
-    """Every run of the sweep: each architecture and task of the study at each grid point
-    (its family's blocks, with and without a start token, learning rate, batch size) and
-    sweep seed."""
+SWEEP_GRID = ("lr", "batch_size", "start_token", "max_steps")
+"""The sweep's grid settings that ``sweep.pairs`` may change for a pair."""
+
+
+def sweep_grid(config: Mapping, arch: str, task: str) -> dict | None:
+    """One pair's sweep grid: ``sweep``'s learning rates, batch sizes, start tokens and step
+    budget, changed by ``sweep.pairs`` for it (the more specific key winning, as in
+    :func:`resolve`); ``None`` where ``sweep.pairs`` lists pairs and none of its keys
+    names this one (the pair is not swept)."""
     sweep = config["sweep"]
-    return [
-        {
-            "arch": arch,
-            "task": task,
-            "block": block,
-            "start_token": start_token,
-            "lr": lr,
-            "batch_size": batch_size,
-            "seed": seed,
-        }
-        for arch in config["architectures"]
-        for task in config["tasks"]
-        for block in sweep_blocks(config, arch)
-        for start_token in sweep["start_token"]
-        for lr in sweep["lr"]
-        for batch_size in sweep["batch_size"]
-        for seed in sweep["seeds"]
-    ]
+    grid = {key: sweep[key] for key in SWEEP_GRID}
+    pairs = sweep.get("pairs")
+    if pairs is None:
+        return grid
+    if not any(key in pairs for key in pair_keys(arch, task)):
+        return None
+    return grid | resolve(pairs, arch, task)
+
+
+def sweep_points(config: Mapping) -> list[dict]:
+    """Every run of the sweep: each swept (architecture, task) pair of the study at each
+    point of its grid (its family's blocks, with and without a start token, learning rate,
+    batch size) and sweep seed."""
+    points = []
+    for arch in config["architectures"]:
+        for task in config["tasks"]:
+            grid = sweep_grid(config, arch, task)
+            if grid is None:
+                continue
+            points += [
+                {
+                    "arch": arch,
+                    "task": task,
+                    "block": block,
+                    "start_token": start_token,
+                    "lr": lr,
+                    "batch_size": batch_size,
+                    "seed": seed,
+                }
+                for block in sweep_blocks(config, arch)
+                for start_token in grid["start_token"]
+                for lr in grid["lr"]
+                for batch_size in grid["batch_size"]
+                for seed in config["sweep"]["seeds"]
+            ]
+    return points
 
 
 def sweep_spec(config: Mapping, arch: str, task: str, block: str, start_token: bool) -> dict:
@@ -184,13 +208,16 @@ def sweep_spec(config: Mapping, arch: str, task: str, block: str, start_token: b
 
 def sweep_settings(config: Mapping, arch: str, task: str, lr: float, batch_size: int) -> dict:
     """A sweep run's training settings: the pair's own with the grid point's learning rate
-    and batch size, on as many sequences as every other point. ``sweep.max_steps`` counts
-    steps at the grid's smallest batch size; a batch ``k`` times larger trains ``1/k`` of
-    the steps and checks validation every ``1/k`` of the steps, so every point is judged
-    after the same sequences, and a faster point is one that needs fewer sequences."""
-    sweep = config["sweep"]
+    and batch size, on as many sequences as every other point of the pair's grid
+    (:func:`sweep_grid`). Its ``max_steps`` counts steps at the grid's smallest batch
+    size; a batch ``k`` times larger trains ``1/k`` of the steps and checks validation
+    every ``1/k`` of the steps, so every point is judged after the same sequences, and a
+    faster point is one that needs fewer sequences."""
+    grid = sweep_grid(config, arch, task)
+    if grid is None:
+        raise ValueError(f"config: sweep.pairs does not list {arch}/{task}")
     training = train_settings(config, arch, task)
-    smallest = min(sweep["batch_size"])
+    smallest = min(grid["batch_size"])
 
     def at_equal_sequences(steps: int) -> int:
         return max(1, steps * smallest // batch_size)
@@ -198,7 +225,7 @@ def sweep_settings(config: Mapping, arch: str, task: str, lr: float, batch_size:
     return training | {
         "lr": lr,
         "batch_size": batch_size,
-        "max_steps": at_equal_sequences(sweep["max_steps"]),
+        "max_steps": at_equal_sequences(grid["max_steps"]),
         "eval_every": at_equal_sequences(training["eval_every"]),
     }
 
