@@ -229,6 +229,7 @@ def test_learnability_table_gives_each_pairs_steps_to_the_thresholds_or_never():
                 "steps_to_99": 400,
                 "best_val_accuracy": 1.0,
                 "wall_s": 61.2,
+                "study_max_steps": 600,
             },
             {
                 "arch": "transformer",
@@ -238,13 +239,14 @@ def test_learnability_table_gives_each_pairs_steps_to_the_thresholds_or_never():
                 "steps_to_99": None,
                 "best_val_accuracy": 0.412,
                 "wall_s": 1830.0,
+                "study_max_steps": 600,
             },
         ]
     )
     lines = learnability_markdown(table).splitlines()
     assert lines[0].startswith("| task | architecture | steps to 0.95 | steps to 0.99 |")
-    assert lines[2] == "| s3 | GRU | 350 | 400 | 1.000 | 600 | 61 s |"
-    assert lines[3] == "| s3 | Transformer | never | never | 0.412 | 6000 | 1830 s |"
+    assert lines[2] == "| s3 | GRU | 350 | 400 | 1.000 | 600 | 61 s | 600 |"
+    assert lines[3] == "| s3 | Transformer | never | never | 0.412 | 6000 | 1830 s | 600 |"
     section = results_section(
         pd.DataFrame(
             [{"finding": 1, "verdict": "inconclusive", "reason": "r", "rests_on": "", "scale": "3 seeds"}]

@@ -346,8 +346,10 @@ def test_learnability_trains_again_only_the_pairs_that_missed_the_criterion_to_t
         "steps_to_99",
         "best_val_accuracy",
         "wall_s",
+        "study_max_steps",
     ]
     assert table.loc["gru", "cap"] == 6 and table.loc["lstm", "cap"] == 60
+    assert (table["study_max_steps"] >= 6).all()  # never below test.yaml's default budget
     assert (table["wall_s"] > 0).all() and table["best_val_accuracy"].between(0, 1).all()
     curves = pd.read_csv(root / "benchmarks" / "learnability_curves.csv")
     lstm = curves[curves["arch"] == "lstm"]

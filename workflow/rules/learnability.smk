@@ -71,6 +71,9 @@ rule learnability_table:
         "results/benchmarks/tables/learnability.tsv"
     conda:
         CONDA_ENV
+    params:
+        default_steps=config["training"]["max_steps"],
+        eval_every=config["training"]["eval_every"],
     script:
         "../scripts/learnability_table.py"
 

@@ -6,12 +6,15 @@ Schema of ``benchmarks/learnability.csv``: arch, task, cap (the run's step budge
 learnability cap for the others), steps_to_95 and steps_to_99 (the first validation
 check at or above 0.95, the claims check's learned threshold, here on validation
 rather than test accuracy, and at or above 0.99; empty if never), best_val_accuracy
-(the best check), wall_s (the run's training seconds). ``benchmarks/learnability_curves.csv``:
+(the best check), wall_s (the run's training seconds), study_max_steps (the budget the
+rule of :func:`study_budget` gives the pair in the study). ``benchmarks/learnability_curves.csv``:
 arch, task, cap, step, validation_token_accuracy, validation_sequence_accuracy, a row
 per check.
 """
 
 from __future__ import annotations
+
+import math
 
 import pandas as pd
 
@@ -19,6 +22,10 @@ from statelayers.report.claims import LEARNED_ACCURACY
 
 THRESHOLDS = {"steps_to_95": LEARNED_ACCURACY, "steps_to_99": 0.99}
 COLUMNS = ["arch", "task", "cap", "steps_to_95", "steps_to_99", "best_val_accuracy", "wall_s"]
+TABLE_COLUMNS = [*COLUMNS, "study_max_steps"]
+BUDGET_MARGIN = 1.5
+"""A pair's study budget is this many times the steps its seed-0 run needed: other seeds
+and the study's shorter schedule may need more."""
 CURVE_COLUMNS = ["arch", "task", "cap", "step", "validation_token_accuracy", "validation_sequence_accuracy"]
 
 
@@ -33,3 +40,26 @@ def summary(checks: pd.DataFrame, cap: int) -> dict:
     row["best_val_accuracy"] = float(accuracy.max())
     row["wall_s"] = float(checks["seconds"].iloc[-1])
     return row
+
+
+def study_budget(row: pd.Series, default_steps: int, eval_every: int) -> int:
+    """The ``max_steps`` a pair gets in the study from its learnability row: the default
+    budget, or where the pair's seed-0 run needed more, :data:`BUDGET_MARGIN` times the
+    steps until validation first reached 0.99 (else 0.95), rounded up to a validation check.
+    A pair that reached neither within the cap keeps the default: more steps did not help.
+
+    .. math:: \\text{max\\_steps} = \\max\\bigl(d,\\ e \\lceil 1.5\\, s / e \\rceil\\bigr)
+
+    with ``d`` the default budget, ``e`` the validation interval and ``s`` the steps to the
+    threshold."""
+    for column in ("steps_to_99", "steps_to_95"):
+        steps = row[column]
+        if pd.notna(steps):
+            return max(default_steps, eval_every * math.ceil(BUDGET_MARGIN * steps / eval_every))
+    return default_steps
+
+
+def with_study_budgets(table: pd.DataFrame, default_steps: int, eval_every: int) -> pd.DataFrame:
+    """``table`` with each pair's ``study_max_steps`` (:func:`study_budget`)."""
+    budgets = table.apply(study_budget, axis=1, default_steps=default_steps, eval_every=eval_every)
+    return table.assign(study_max_steps=budgets.astype(int))[TABLE_COLUMNS]

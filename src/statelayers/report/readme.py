@@ -105,17 +105,17 @@ def learnability_markdown(table: pd.DataFrame) -> str:
     """Rows (task, arch) in ``table``'s order (``benchmarks/learnability.csv``,
     :mod:`statelayers.report.learnability`): steps until validation first reached the
     learned threshold and 0.99 (``never`` within the cap), the best validation accuracy,
-    the run's step budget and its training time."""
+    the run's step budget, its training time and the budget the study gives the pair."""
     lines = [
         f"| task | architecture | steps to {LEARNED_ACCURACY} | steps to 0.99 | best validation accuracy "
-        "| steps at most | training time |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| steps at most | training time | study budget |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     steps = lambda value: "never" if pd.isna(value) else f"{int(value)}"  # noqa: E731
     for row in table.itertuples():
         lines.append(
             f"| {row.task} | {display_name(row.arch)} | {steps(row.steps_to_95)} | {steps(row.steps_to_99)} "
-            f"| {row.best_val_accuracy:.3f} | {int(row.cap)} | {row.wall_s:.0f} s |"
+            f"| {row.best_val_accuracy:.3f} | {int(row.cap)} | {row.wall_s:.0f} s | {int(row.study_max_steps)} |"
         )
     return "\n".join(lines)
 
