@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from statelayers.sweep import sweep_table
+from statelayers.sweep import selected_settings, sweep_table
 
 
 def runs(points, task="s3"):
@@ -93,3 +93,23 @@ def test_the_block_and_the_start_token_are_grid_dimensions_like_the_learning_rat
     }
     assert selected(points, ("block", "start_token", "lr")) == ("sequential", True, 0.001)
     assert len(sweep_table(runs(points))) == 4
+
+
+def test_the_selected_points_become_config_keys_per_pair_and_a_plain_point_adds_no_model_option():
+    blocks = {"gru": {"default": {}, "wide": {"hidden_size": 99}}}
+    parity = sweep_table(
+        runs(
+            {
+                (0.003, 64, "wide", True): [(200, True, 0.99)],
+                (0.001, 32, "default", False): [(600, False, 0.9)],
+            },
+            "parity",
+        )
+    )
+    s3 = sweep_table(runs({(0.001, 32, "default", False): [(300, True, 0.99)]}, "s3"))
+    settings = selected_settings(pd.concat([parity, s3]), blocks)
+    assert settings["training"]["overrides"] == {
+        "gru/parity": {"lr": 0.003, "batch_size": 64},
+        "gru/s3": {"lr": 0.001, "batch_size": 32},
+    }
+    assert settings["model"]["options"] == {"gru/parity": {"hidden_size": 99, "start_token": True}}

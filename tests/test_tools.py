@@ -123,3 +123,48 @@ def test_compare_claims_prints_the_sub_claims_whose_status_moved_and_only_those(
     assert any(" y " in f" {line} " and "unresolved" in line and "contradicted" in line for line in lines)
     assert any("absent" in line and " z " in f" {line} " for line in lines)
     assert not any(" x " in f" {line} " for line in lines)
+
+
+def test_sweep_settings_prints_the_selected_points_as_config_yaml(tmp_path):
+    import yaml
+
+    table = pd.DataFrame(
+        [
+            {
+                "arch": "transformer",
+                "task": "parity",
+                "block": "sequential",
+                "start_token": True,
+                "lr": 0.0003,
+                "batch_size": 64,
+                "selected": True,
+            },
+            {
+                "arch": "transformer",
+                "task": "parity",
+                "block": "default",
+                "start_token": False,
+                "lr": 0.001,
+                "batch_size": 32,
+                "selected": False,
+            },
+        ]
+    )
+    table.to_csv(tmp_path / "sweep.csv", index=False)
+    config = {"sweep": {"blocks": {"transformer": {"default": {}, "sequential": {"rotary_pct": 1.0}}}}}
+    (tmp_path / "config.yaml").write_text(yaml.safe_dump(config))
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "tools" / "sweep_settings.py"),
+            str(tmp_path / "sweep.csv"),
+            str(tmp_path / "config.yaml"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert yaml.safe_load(out) == {
+        "training": {"overrides": {"transformer/parity": {"lr": 0.0003, "batch_size": 64}}},
+        "model": {"options": {"transformer/parity": {"rotary_pct": 1.0, "start_token": True}}},
+    }

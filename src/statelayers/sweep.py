@@ -17,8 +17,8 @@ erasures, claims) is read. Per (architecture, task) the ``selected`` point is, i
 
 The study can train each pair with its own settings (``training.overrides`` and
 ``model.options`` take ``arch/task`` keys), and ``config/config.yaml`` takes the selected
-points. The sweep also marks, per architecture, the ``chosen`` point: the same order
-applied to the architecture's tasks pooled (seeds that reached the criterion summed over
+points (:func:`selected_settings`, printed by ``tools/sweep_settings.py``). The sweep
+also marks, per architecture, the ``chosen`` point: the same order applied to the architecture's tasks pooled (seeds that reached the criterion summed over
 tasks, sequences and accuracy averaged over them), the best setting shared by its tasks.
 
 Schema of ``tables/sweep.csv``: arch, task, block, start_token, lr, batch_size, seeds,
@@ -30,7 +30,11 @@ architecture over its tasks).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pandas as pd
+
+from statelayers.models.registry import base_arch
 
 SETTING = ["block", "start_token", "lr", "batch_size"]
 """What the sweep chooses for a pair: the grid point's coordinates."""
@@ -104,3 +108,21 @@ def variant_names(table: pd.DataFrame) -> pd.Series:
     for part in parts[1:]:
         names = names + ", " + part
     return names
+
+
+def selected_settings(table: pd.DataFrame, blocks: Mapping[str, Mapping[str, dict]]) -> dict:
+    """The config keys that train each swept pair at its ``selected`` point, as nested
+    config sections: ``training.overrides`` (lr, batch_size) and ``model.options`` (the
+    block's options, and ``start_token: true`` where chosen) under ``arch/task`` keys.
+    ``blocks`` is ``sweep.blocks``. A default block without a start token adds no model
+    option, so a pair built as before keeps its parameters and reruns nothing."""
+    overrides: dict[str, dict] = {}
+    options: dict[str, dict] = {}
+    for row in table[table["selected"]].sort_values(["arch", "task"]).itertuples():
+        overrides[f"{row.arch}/{row.task}"] = {"lr": float(row.lr), "batch_size": int(row.batch_size)}
+        block = dict(blocks.get(base_arch(row.arch), {}).get(row.block, {}))
+        if row.start_token:
+            block["start_token"] = True
+        if block:
+            options[f"{base_arch(row.arch)}/{row.task}"] = block
+    return {"training": {"overrides": overrides}, "model": {"options": options}}
