@@ -79,12 +79,13 @@ def test_readme_results_names_the_full_run_then_its_overlay_and_adds_conv1d_when
     )
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "learnability.csv").write_text(
-        "arch,task,cap,steps_to_95,steps_to_99,best_val_accuracy,wall_s\nlstm,parity,6000,850,,0.97,412.3\n"
+        "arch,task,cap,steps_to_95,steps_to_99,best_val_accuracy,wall_s,study_max_steps\n"
+        "lstm,parity,6000,850,,0.97,412.3,1300\n"
     )
     subprocess.run(tool, cwd=tmp_path, check=True, capture_output=True)
     assert "Conv1D ablation" not in readme.read_text()
     assert "| parity | LSTM | **0.995 ✓ 150** |" in readme.read_text()  # a sweep table of before the blocks
-    assert "| parity | LSTM | 850 | never | 0.970 | 6000 | 412 s |" in readme.read_text()
+    assert "| parity | LSTM | 850 | never | 0.970 | 6000 | 412 s | 1300 |" in readme.read_text()
     assert "`config/paper.yaml` trains up to 20,000 steps" in readme.read_text()
 
 
