@@ -117,7 +117,12 @@ def test_an_unknown_pair_key_is_an_error_that_names_it(section, key):
 
 
 def test_a_pairs_model_options_reach_that_pair_only_and_the_start_token_any_family():
-    options = {**CONFIG["model"]["options"], "transformer/parity": {"start_token": True, "rotary_pct": 1.0}}
+    options = {
+        **CONFIG["model"]["options"],
+        "transformer": {"heads": 4},
+        "transformer/parity": {"start_token": True, "rotary_pct": 1.0},
+        "lstm/s3": {},
+    }
     config = changed(model__options=options)
     settings.check_config(config)
     spec = settings.model_spec(config, "transformer", "parity")
@@ -126,20 +131,28 @@ def test_a_pairs_model_options_reach_that_pair_only_and_the_start_token_any_fami
     assert settings.model_spec(config, "lstm", "parity")["options"] == {}
 
 
-def test_the_default_config_hands_each_job_what_it_did_before_the_pair_keys():
-    """A run in progress stays valid: the same params, so Snakemake reruns nothing."""
-    assert settings.model_spec(CONFIG, "transformer", "dyck") == {
-        "arch": "transformer",
+def test_the_default_config_builds_and_trains_each_pair_at_the_sweeps_selected_point():
+    """The Transformer's sequential block with a start token on every task; the LSTM's start
+    token and learning rate on s3 only; a pair without keys of its own as before."""
+    transformer = {"heads": 4, "rotary_pct": 1.0, "use_parallel_residual": False, "start_token": True}
+    for task in ("parity", "s3", "dyck"):
+        assert settings.model_spec(CONFIG, "transformer", task)["options"] == transformer
+    assert settings.model_spec(CONFIG, "lstm", "s3")["options"] == {"start_token": True}
+    assert settings.model_spec(CONFIG, "lstm", "parity")["options"] == {}
+    assert settings.model_spec(CONFIG, "gru", "dyck") == {
+        "arch": "gru",
         "task": "dyck",
         "task_params": CONFIG["task_params"]["dyck"],
         "d_model": 128,
         "n_layers": 4,
-        "options": {"heads": 4},
+        "options": {},
         "target_params": 830000,
     }
     shared = {k: v for k, v in CONFIG["training"].items() if k not in settings.RUNTIME_KEYS}
-    assert settings.train_settings(CONFIG, "transformer", "s3") == shared | {"lr": 0.0003}
-    assert settings.train_settings(CONFIG, "lstm", "s3") == shared
+    assert settings.train_settings(CONFIG, "transformer", "s3")["lr"] == 0.0003
+    assert settings.train_settings(CONFIG, "transformer", "parity")["lr"] == 0.001
+    assert settings.train_settings(CONFIG, "lstm", "s3")["lr"] == 0.003
+    assert settings.train_settings(CONFIG, "lstm", "dyck") == shared
 
 
 def test_the_sweep_trains_every_point_on_as_many_sequences():
