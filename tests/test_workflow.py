@@ -255,12 +255,12 @@ def test_one_pairs_override_reruns_only_that_pairs_chain(workdir):
 
 
 def test_one_pairs_start_token_rebuilds_only_that_pair_and_its_untrained_twin(workdir):
-    change = {"model": {"options": {"lstm/s3": {"start_token": True}}}}
-    jobs = planned_jobs(workdir, overlay(workdir, "lstm_s3_start.yaml", change))
+    change = {"model": {"options": {"gru/s3": {"start_token": True}}}}
+    jobs = planned_jobs(workdir, overlay(workdir, "gru_s3_start.yaml", change))
     per_run = {rule: w for rule, w in jobs if rule in PER_RUN_RULES | {"untrained", "probes_untrained"}}
     assert set(per_run) == PER_RUN_RULES | {"untrained", "probes_untrained"}
     assert Counter((rule, w["arch"], w["task"]) for rule, w in jobs if "arch" in w) == {
-        (rule, "lstm", "s3"): 1 for rule in per_run
+        (rule, "gru", "s3"): 1 for rule in per_run
     }
 
 

@@ -5,7 +5,8 @@ The run is the Snakemake log (``.snakemake/log``) with the most jobs among those
 finished, the newest on ties: the full run, not a later partial rerun. Complete runs
 after it (an overlay such as ``config/conv1d.yaml``, which only adds jobs) are named
 after it, since the result files include their work. The Conv1D table is included when
-the claims check measured finding 7, the sweep table when `snakemake sweep` ran here,
+the claims check measured finding 7, the sweep table when `snakemake sweep` ran here
+(else the committed benchmarks/sweep.csv, the sweep the defaults came from),
 the budget each pair needs when benchmarks/learnability.csv exists (beside the paper's
 step budget from config/paper.yaml).
 The probe figure is copied to docs/ beside the README, which links it.
@@ -24,7 +25,10 @@ from statelayers.report.readme import replace_section, results_section
 from statelayers.report.snakemake_log import complete_run
 
 readme = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
-SWEEP = Path("results/tables/sweep.csv")  # `snakemake sweep`, run in this directory
+SWEEPS = (
+    Path("results/tables/sweep.csv"),  # `snakemake sweep`, run in this directory
+    Path("benchmarks/sweep.csv"),  # else the committed sweep the defaults came from
+)
 LEARNABILITY = Path("benchmarks/learnability.csv")  # `snakemake learnability`, committed
 PAPER = Path(__file__).resolve().parents[1] / "config" / "paper.yaml"  # this checkout's paper scale
 FIGURE = Path("results/figures/probe_profiles.png")
@@ -58,7 +62,7 @@ section = results_section(
     date=started.strftime("%Y-%m-%d"),
     run_time=run_time,
     conv1d_summary=pd.read_csv("results/tables/conv1d_summary.csv") if conv1d_measured else None,
-    sweep=read_sweep(SWEEP) if SWEEP.exists() else None,
+    sweep=next((read_sweep(path) for path in SWEEPS if path.exists()), None),
     probe_figure=shown.as_posix(),
     learnability=pd.read_csv(LEARNABILITY) if LEARNABILITY.exists() else None,
     paper_steps=yaml.safe_load(PAPER.read_text())["training"]["max_steps"],
