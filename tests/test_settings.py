@@ -168,7 +168,7 @@ def test_the_sweep_grid_crosses_each_familys_blocks_with_the_start_token_lr_and_
     sweep = CONFIG["sweep"]
     per_block = len(sweep["start_token"]) * len(sweep["lr"]) * len(sweep["batch_size"]) * len(sweep["seeds"])
     assert len(points) == 3 * per_block * (2 + 4)  # the Transformer's two blocks, one for the others
-    assert {p["block"] for p in points if p["arch"] == "transformer"} == {"default", "sequential"}
+    assert {p["block"] for p in points if p["arch"] == "transformer"} == {"parallel", "sequential"}
     assert {p["block"] for p in points if p["arch"] == "gru"} == {"default"}
     assert len(settings.sweep_points(changed(sweep__pairs={}))) == 0
     spec = settings.sweep_spec(CONFIG, "transformer", "parity", "sequential", True)
