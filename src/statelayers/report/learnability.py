@@ -45,18 +45,18 @@ def summary(checks: pd.DataFrame, cap: int) -> dict:
 def study_budget(row: pd.Series, default_steps: int, eval_every: int) -> int:
     """The ``max_steps`` a pair gets in the study from its learnability row: the default
     budget, or where the pair's seed-0 run needed more, :data:`BUDGET_MARGIN` times the
-    steps until validation first reached 0.99 (else 0.95), rounded up to a validation check.
-    A pair that reached neither within the cap keeps the default: more steps did not help.
+    steps until validation first reached the claims check's learned threshold (0.95),
+    rounded up to a validation check. Learning is what a finding needs; the stopping
+    criterion (0.99) still ends a run that gets there sooner. A pair that never reached
+    0.95 within the cap keeps the default: more steps did not help.
 
-    .. math:: \\text{max\\_steps} = \\max\\bigl(d,\\ e \\lceil 1.5\\, s / e \\rceil\\bigr)
+    .. math:: \\text{max\\_steps} = \\max\\bigl(d,\\ e \\lceil 1.5\\, s_{0.95} / e \\rceil\\bigr)
 
-    with ``d`` the default budget, ``e`` the validation interval and ``s`` the steps to the
-    threshold."""
-    for column in ("steps_to_99", "steps_to_95"):
-        steps = row[column]
-        if pd.notna(steps):
-            return max(default_steps, eval_every * math.ceil(BUDGET_MARGIN * steps / eval_every))
-    return default_steps
+    with ``d`` the default budget and ``e`` the validation interval."""
+    steps = row["steps_to_95"]
+    if pd.isna(steps):
+        return default_steps
+    return max(default_steps, eval_every * math.ceil(BUDGET_MARGIN * steps / eval_every))
 
 
 def with_study_budgets(table: pd.DataFrame, default_steps: int, eval_every: int) -> pd.DataFrame:
