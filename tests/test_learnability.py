@@ -4,7 +4,7 @@ again only the pairs whose default run missed the criterion."""
 import pandas as pd
 
 from statelayers.learnability import pair_checks, validation_checks
-from statelayers.report.learnability import COLUMNS, study_budget, summary
+from statelayers.report.learnability import COLUMNS, TABLE_COLUMNS, study_budget, summary, with_study_budgets
 
 
 def history(accuracies, every=50):
@@ -52,12 +52,55 @@ def test_a_pair_that_reached_the_criterion_keeps_its_default_run_and_is_not_trai
     pd.testing.assert_frame_equal(checks, validation_checks(default))
 
 
-def test_a_pairs_budget_is_one_and_a_half_times_its_steps_to_learn_rounded_up_never_below_the_default():
-    def budget(steps_to_95, steps_to_99):
-        row = pd.Series({"steps_to_95": steps_to_95, "steps_to_99": steps_to_99})
+def test_a_pair_that_did_not_learn_by_default_gets_one_and_a_half_times_its_steps_to_learn():
+    def budget(steps_to_95, steps_to_99, default_val_accuracy=0.90):
+        row = pd.Series(
+            {
+                "steps_to_95": steps_to_95,
+                "steps_to_99": steps_to_99,
+                "default_val_accuracy": default_val_accuracy,
+            }
+        )
         return study_budget(row, default_steps=600, eval_every=50)
 
     assert budget(3050, 5450) == 4600  # 1.5 x 3050 = 4575, rounded up to the next check
     assert budget(2100, None) == 3150  # 0.99 never reached: learning is what counts
     assert budget(100, 250) == 600  # never below the default
     assert budget(None, None) == 600  # never learned within the cap: more steps did not help
+    # Learned by the end of its default run (its own schedule): keeps the default, even
+    # where the long run's constant rate took longer to reach 0.95.
+    assert budget(1450, 2550, default_val_accuracy=0.968) == 600
+
+
+def test_the_table_gains_each_default_runs_last_check_and_the_study_budget():
+    table = pd.DataFrame(
+        [
+            {
+                "arch": "mamba2",
+                "task": "parity",
+                "cap": 6000,
+                "steps_to_95": 3050,
+                "steps_to_99": 5450,
+                "best_val_accuracy": 0.99,
+                "wall_s": 1.0,
+            },
+            {
+                "arch": "gru",
+                "task": "s3",
+                "cap": 600,
+                "steps_to_95": 350,
+                "steps_to_99": 400,
+                "best_val_accuracy": 1.0,
+                "wall_s": 1.0,
+            },
+        ]
+    )
+    defaults = pd.DataFrame(
+        [
+            {"arch": "gru", "task": "s3", "default_val_accuracy": 1.0},
+            {"arch": "mamba2", "task": "parity", "default_val_accuracy": 0.91},
+        ]
+    )
+    out = with_study_budgets(table, defaults, default_steps=600, eval_every=50)
+    assert list(out.columns) == TABLE_COLUMNS
+    assert list(out["study_max_steps"]) == [4600, 600] and list(out["default_val_accuracy"]) == [0.91, 1.0]

@@ -79,8 +79,8 @@ def test_readme_results_names_the_full_run_then_its_overlay_and_adds_conv1d_when
     )
     (tmp_path / "benchmarks").mkdir()
     (tmp_path / "benchmarks" / "learnability.csv").write_text(
-        "arch,task,cap,steps_to_95,steps_to_99,best_val_accuracy,wall_s,study_max_steps\n"
-        "lstm,parity,6000,850,,0.97,412.3,1300\n"
+        "arch,task,cap,steps_to_95,steps_to_99,best_val_accuracy,wall_s,default_val_accuracy,study_max_steps\n"
+        "lstm,parity,6000,850,,0.97,412.3,0.8,1300\n"
     )
     subprocess.run(tool, cwd=tmp_path, check=True, capture_output=True)
     assert "Conv1D ablation" not in readme.read_text()

@@ -346,6 +346,7 @@ def test_learnability_trains_again_only_the_pairs_that_missed_the_criterion_to_t
         "steps_to_99",
         "best_val_accuracy",
         "wall_s",
+        "default_val_accuracy",
         "study_max_steps",
     ]
     assert table.loc["gru", "cap"] == 6 and table.loc["lstm", "cap"] == 60

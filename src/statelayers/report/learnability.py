@@ -6,7 +6,8 @@ Schema of ``benchmarks/learnability.csv``: arch, task, cap (the run's step budge
 learnability cap for the others), steps_to_95 and steps_to_99 (the first validation
 check at or above 0.95, the claims check's learned threshold, here on validation
 rather than test accuracy, and at or above 0.99; empty if never), best_val_accuracy
-(the best check), wall_s (the run's training seconds), study_max_steps (the budget the
+(the best check), wall_s (the run's training seconds), default_val_accuracy (the last
+validation check of the pair's default run at seed 0), study_max_steps (the budget the
 rule of :func:`study_budget` gives the pair in the study). ``benchmarks/learnability_curves.csv``:
 arch, task, cap, step, validation_token_accuracy, validation_sequence_accuracy, a row
 per check.
@@ -22,7 +23,7 @@ from statelayers.report.claims import LEARNED_ACCURACY
 
 THRESHOLDS = {"steps_to_95": LEARNED_ACCURACY, "steps_to_99": 0.99}
 COLUMNS = ["arch", "task", "cap", "steps_to_95", "steps_to_99", "best_val_accuracy", "wall_s"]
-TABLE_COLUMNS = [*COLUMNS, "study_max_steps"]
+TABLE_COLUMNS = [*COLUMNS, "default_val_accuracy", "study_max_steps"]
 BUDGET_MARGIN = 1.5
 """A pair's study budget is this many times the steps its seed-0 run needed: other seeds
 and the study's shorter schedule may need more."""
@@ -43,23 +44,30 @@ def summary(checks: pd.DataFrame, cap: int) -> dict:
 
 
 def study_budget(row: pd.Series, default_steps: int, eval_every: int) -> int:
-    """The ``max_steps`` a pair gets in the study from its learnability row: the default
-    budget, or where the pair's seed-0 run needed more, :data:`BUDGET_MARGIN` times the
-    steps until validation first reached the claims check's learned threshold (0.95),
-    rounded up to a validation check. Learning is what a finding needs; the stopping
-    criterion (0.99) still ends a run that gets there sooner. A pair that never reached
-    0.95 within the cap keeps the default: more steps did not help.
+    """The ``max_steps`` a pair gets in the study from its learnability row. A pair whose
+    default run ended learned (its last validation check, ``default_val_accuracy``, at or
+    above the claims check's learned threshold, 0.95) keeps the default budget: its
+    schedule already gets it there. Any other pair gets :data:`BUDGET_MARGIN` times the
+    steps until validation first reached 0.95 in its long run, rounded up to a validation
+    check; a pair that never reached 0.95 within the cap keeps the default, since more
+    steps did not help. Learning is what a finding needs; the stopping criterion (0.99)
+    still ends a run that gets there sooner.
 
     .. math:: \\text{max\\_steps} = \\max\\bigl(d,\\ e \\lceil 1.5\\, s_{0.95} / e \\rceil\\bigr)
 
     with ``d`` the default budget and ``e`` the validation interval."""
     steps = row["steps_to_95"]
-    if pd.isna(steps):
+    if row["default_val_accuracy"] >= LEARNED_ACCURACY or pd.isna(steps):
         return default_steps
     return max(default_steps, eval_every * math.ceil(BUDGET_MARGIN * steps / eval_every))
 
 
-def with_study_budgets(table: pd.DataFrame, default_steps: int, eval_every: int) -> pd.DataFrame:
-    """``table`` with each pair's ``study_max_steps`` (:func:`study_budget`)."""
+def with_study_budgets(
+    table: pd.DataFrame, default_accuracy: pd.DataFrame, default_steps: int, eval_every: int
+) -> pd.DataFrame:
+    """``table`` with each pair's default run's last validation check
+    (``default_accuracy``: arch, task, default_val_accuracy) and its ``study_max_steps``
+    (:func:`study_budget`)."""
+    table = table.merge(default_accuracy, on=["arch", "task"], how="left", validate="one_to_one")
     budgets = table.apply(study_budget, axis=1, default_steps=default_steps, eval_every=eval_every)
     return table.assign(study_max_steps=budgets.astype(int))[TABLE_COLUMNS]
