@@ -62,6 +62,7 @@ rule learnability_table:
     input:
         summaries=expand(f"{LEARNABILITY_RUN}.csv", arch=ARCHS, task=TASKS),
         curves=expand(f"{LEARNABILITY_RUN}_curve.csv", arch=ARCHS, task=TASKS),
+        default_histories=expand(f"{DEFAULT_RUN}/train_log.csv", arch=ARCHS, task=TASKS),
     output:
         table=LEARNABILITY["table"],
         curves=LEARNABILITY["curves"],
@@ -72,6 +73,7 @@ rule learnability_table:
     conda:
         CONDA_ENV
     params:
+        pairs=[{"arch": arch, "task": task} for arch in ARCHS for task in TASKS],  # expand's order
         default_steps=config["training"]["max_steps"],
         eval_every=config["training"]["eval_every"],
     script:

@@ -1,13 +1,22 @@
 """Every pair's learnability summary and curve, in one table each; the table gains each
-pair's study budget."""
+pair's default run's last validation check and its study budget."""
 
 import pandas as pd
 
 from statelayers import io, runtime
+from statelayers.learnability import validation_checks
 from statelayers.report.learnability import with_study_budgets
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])
 table = pd.concat(map(pd.read_csv, sm.input.summaries), ignore_index=True)
-io.write_csv(with_study_budgets(table, sm.params.default_steps, sm.params.eval_every), sm.output.table)
+default_accuracy = pd.DataFrame(
+    [
+        pair
+        | {"default_val_accuracy": validation_checks(pd.read_csv(path))["validation_token_accuracy"].iloc[-1]}
+        for pair, path in zip(sm.params.pairs, sm.input.default_histories, strict=True)
+    ]
+)
+budgets = with_study_budgets(table, default_accuracy, sm.params.default_steps, sm.params.eval_every)
+io.write_csv(budgets, sm.output.table)
 io.write_csv(pd.concat(map(pd.read_csv, sm.input.curves), ignore_index=True), sm.output.curves)

@@ -70,4 +70,5 @@ def with_study_budgets(
     (:func:`study_budget`)."""
     table = table.merge(default_accuracy, on=["arch", "task"], how="left", validate="one_to_one")
     budgets = table.apply(study_budget, axis=1, default_steps=default_steps, eval_every=eval_every)
-    return table.assign(study_max_steps=budgets.astype(int))[TABLE_COLUMNS]
+    steps = {column: table[column].astype("Int64") for column in THRESHOLDS}  # whole steps, empty if never
+    return table.assign(**steps, study_max_steps=budgets.astype(int))[TABLE_COLUMNS]
