@@ -208,3 +208,12 @@ def test_learnability_trains_a_pair_with_its_own_settings_to_ten_times_the_defau
     config = changed(training__overrides={"lstm/s3": {"lr": 0.003, "max_steps": 100}})
     capped = settings.learnability_settings(config, "lstm", "s3")
     assert (capped["lr"], capped["max_steps"]) == (0.003, 10 * CONFIG["training"]["max_steps"])
+
+
+def test_the_default_budget_overlay_puts_every_pair_with_a_budget_of_its_own_back_at_the_default():
+    overlay = yaml.safe_load((Path(__file__).parents[1] / "config" / "default_budget.yaml").read_text())
+    budgets = {key for key, values in CONFIG["training"]["overrides"].items() if "max_steps" in values}
+    assert budgets and set(overlay["training"]["overrides"]) == budgets
+    assert {values["max_steps"] for values in overlay["training"]["overrides"].values()} == {
+        CONFIG["training"]["max_steps"]
+    }
