@@ -217,3 +217,19 @@ def test_the_default_budget_overlay_puts_every_pair_with_a_budget_of_its_own_bac
     assert {values["max_steps"] for values in overlay["training"]["overrides"].values()} == {
         CONFIG["training"]["max_steps"]
     }
+
+
+def test_the_paper_scale_trains_every_pair_for_its_own_step_budget():
+    """config/paper.yaml is merged onto config.yaml as Snakemake merges overlays: the
+    default study's per-pair budgets (sized for 600 default steps) must not cut it short."""
+    from snakemake.utils import update_config
+
+    config = yaml.safe_load(yaml.safe_dump(CONFIG))
+    paper = yaml.safe_load((Path(__file__).parents[1] / "config" / "paper.yaml").read_text())
+    update_config(config, paper)
+    budgets = {
+        settings.train_settings(config, arch, task)["max_steps"]
+        for arch in config["architectures"]
+        for task in config["tasks"]
+    }
+    assert budgets == {paper["training"]["max_steps"]}
