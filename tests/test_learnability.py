@@ -74,26 +74,8 @@ def test_a_pair_that_did_not_learn_by_default_gets_one_and_a_half_times_its_step
 
 def test_the_table_gains_each_default_runs_last_check_and_the_study_budget():
     table = pd.DataFrame(
-        [
-            {
-                "arch": "mamba2",
-                "task": "parity",
-                "cap": 6000,
-                "steps_to_95": 3050,
-                "steps_to_99": 5450,
-                "best_val_accuracy": 0.99,
-                "wall_s": 1.0,
-            },
-            {
-                "arch": "gru",
-                "task": "s3",
-                "cap": 600,
-                "steps_to_95": 350,
-                "steps_to_99": 400,
-                "best_val_accuracy": 1.0,
-                "wall_s": 1.0,
-            },
-        ]
+        [("mamba2", "parity", 6000, 3050, 5450, 0.99, 1.0), ("gru", "s3", 600, 350, 400, 1.0, 1.0)],
+        columns=COLUMNS,
     )
     defaults = pd.DataFrame(
         [
