@@ -219,17 +219,18 @@ def test_the_default_budget_overlay_puts_every_pair_with_a_budget_of_its_own_bac
     }
 
 
-def test_the_paper_scale_trains_every_pair_for_its_own_step_budget():
-    """config/paper.yaml is merged onto config.yaml as Snakemake merges overlays: the
-    default study's per-pair budgets (sized for 600 default steps) must not cut it short."""
+@pytest.mark.parametrize("overlay", ["paper.yaml", "test.yaml"])
+def test_an_overlay_trains_every_pair_for_its_own_step_budget(overlay):
+    """Snakemake merges an overlay onto config.yaml key by key: the default study's
+    per-pair budgets (sized for its 600 steps) must not reach the paper's or the tests'."""
     from snakemake.utils import update_config
 
     config = yaml.safe_load(yaml.safe_dump(CONFIG))
-    paper = yaml.safe_load((Path(__file__).parents[1] / "config" / "paper.yaml").read_text())
-    update_config(config, paper)
+    values = yaml.safe_load((Path(__file__).parents[1] / "config" / overlay).read_text())
+    update_config(config, values)
     budgets = {
         settings.train_settings(config, arch, task)["max_steps"]
         for arch in config["architectures"]
         for task in config["tasks"]
     }
-    assert budgets == {paper["training"]["max_steps"]}
+    assert budgets == {values["training"]["max_steps"]}

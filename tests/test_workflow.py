@@ -235,10 +235,10 @@ def test_probe_setting_reruns_probes_and_their_consumers_only(workdir):
 
 
 def test_one_architectures_training_setting_reruns_only_its_chain(workdir):
-    change = {"training": {"overrides": {"lstm": {"lr": 0.01}}}}
-    jobs = planned_jobs(workdir, overlay(workdir, "lstm_lr.yaml", change))
+    change = {"training": {"overrides": {"gru": {"lr": 0.01}}}}  # no gru/task key sets an lr
+    jobs = planned_jobs(workdir, overlay(workdir, "gru_lr.yaml", change))
     per_run = [(rule, w) for rule, w in jobs if rule in PER_RUN_RULES]
-    assert {w["arch"] for _, w in per_run} == {"lstm"}
+    assert {w["arch"] for _, w in per_run} == {"gru"}
     assert Counter(rule for rule, _ in per_run) == {rule: 3 for rule in PER_RUN_RULES}  # 3 tasks
     assert "task_data" not in {rule for rule, _ in jobs}
     # The untrained twins do not depend on training settings.
@@ -296,8 +296,8 @@ def test_sweep_target_trains_the_grid_and_reads_validation_accuracy_only(tmp_pat
             "batch_size": [4, 8],
             "start_token": [False, True],
             "blocks": {
-                "transformer": {
-                    "default": {},
+                "transformer": {  # the names of config.yaml's blocks: an overlay merges onto them
+                    "parallel": {"rotary_pct": 0.25, "use_parallel_residual": True},
                     "sequential": {"rotary_pct": 1.0, "use_parallel_residual": False},
                 }
             },
@@ -313,7 +313,7 @@ def test_sweep_target_trains_the_grid_and_reads_validation_accuracy_only(tmp_pat
     sweep = pd.read_csv(root / "results" / "tables" / "sweep.csv")
     # Two blocks, each with and without a start token, at two batch sizes.
     assert len(sweep) == 2 * 2 * 2
-    assert set(sweep["block"]) == {"default", "sequential"}
+    assert set(sweep["block"]) == {"parallel", "sequential"}
     assert set(sweep["start_token"]) == {False, True}
     # Equal sequences: batch 8 trains half the steps of batch 4 (test.yaml: 6 steps at the smallest).
     assert set(zip(sweep["batch_size"], sweep["max_steps"])) == {(4, 6), (8, 3)}
