@@ -73,7 +73,6 @@ rule learnability_table:
     conda:
         CONDA_ENV
     params:
-        pairs=[{"arch": arch, "task": task} for arch in ARCHS for task in TASKS],  # expand's order
         default_steps=config["training"]["max_steps"],
         eval_every=config["training"]["eval_every"],
     script:

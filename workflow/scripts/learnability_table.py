@@ -10,11 +10,11 @@ from statelayers.report.learnability import with_study_budgets
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])
 table = pd.concat(map(pd.read_csv, sm.input.summaries), ignore_index=True)
-default_accuracy = pd.DataFrame(
-    [
-        pair
-        | {"default_val_accuracy": validation_checks(pd.read_csv(path))["validation_token_accuracy"].iloc[-1]}
-        for pair, path in zip(sm.params.pairs, sm.input.default_histories, strict=True)
+# One summary row per pair, in the order of the default runs' histories (both expanded alike).
+default_accuracy = table[["arch", "task"]].assign(
+    default_val_accuracy=[
+        validation_checks(pd.read_csv(path))["validation_token_accuracy"].iloc[-1]
+        for path in sm.input.default_histories
     ]
 )
 budgets = with_study_budgets(table, default_accuracy, sm.params.default_steps, sm.params.eval_every)
