@@ -150,7 +150,8 @@ def test_the_default_config_builds_and_trains_each_pair_at_the_sweeps_selected_p
     }
     shared = {k: v for k, v in CONFIG["training"].items() if k not in settings.RUNTIME_KEYS}
     assert settings.train_settings(CONFIG, "transformer", "s3")["lr"] == 0.0003
-    assert settings.train_settings(CONFIG, "transformer", "parity")["lr"] == 0.001
+    parity = settings.train_settings(CONFIG, "transformer", "parity")
+    assert (parity["lr"], parity["max_steps"]) == (0.0003, 2950)  # the family's lr, the pair's budget
     assert settings.train_settings(CONFIG, "lstm", "s3")["lr"] == 0.003
     assert settings.train_settings(CONFIG, "lstm", "dyck") == shared
 
