@@ -544,10 +544,15 @@ def test_a_corpus_without_tokenizable_python_stops_at_the_corpus_job(tmp_path):
     # (untrained twins, results/models/untrained/, need no corpus)
 
 
-def test_conv1d_attribution_runs_when_the_twin_is_in_the_study(tmp_path):
-    root = copy_workflow(tmp_path)
+def test_conv1d_attribution_runs_when_the_twin_is_added_to_a_finished_study(workdir, tmp_path):
+    """The twin joins a copy of the complete run: it and the tables run, Mamba's runs are reused."""
+    root = tmp_path / "study"
+    shutil.copytree(workdir, root, symlinks=True)
     twins = overlay(root, "twins.yaml", {"architectures": ["mamba", "mamba_noconv"]})
-    snakemake(root, "--configfile", "config/test.yaml", str(twins))
+    result = snakemake(root, "--configfile", "config/test.yaml", str(twins))
+    ran = listed_jobs(result.stdout + result.stderr)
+    trained = {(rule, w["arch"]) for rule, w in ran if rule in PER_RUN_RULES | {"untrained"}}
+    assert {arch for _, arch in trained} == {"mamba_noconv"} and ("train", "mamba_noconv") in trained
     tables = root / "results" / "tables"
     table = pd.read_csv(tables / "conv1d.csv")
     assert set(table["variant"]) == {"conv", "noconv_trained", "noconv_inference"}
@@ -583,8 +588,9 @@ def test_unavailable_pretrained_weights_stop_before_any_job(tmp_path, source, of
 def test_an_unsupported_pretrained_model_stops_at_its_fetch_job(tmp_path):
     root = copy_workflow(tmp_path)
     source = str(save_tiny(tmp_path / "hub-bert", "bert"))
+    pretrained = {"enabled": True, "models": [{"name": "bert-x", "source": source}]}
     models = overlay(
-        root, "bert.yaml", {"pretrained": {"enabled": True, "models": [{"name": "bert-x", "source": source}]}}
+        root, "bert.yaml", {"architectures": ["gru"], "tasks": ["dyck"], "pretrained": pretrained}
     )
     result = snakemake(root, "--configfile", "config/test.yaml", str(models), check=False)
     assert result.returncode != 0
