@@ -89,8 +89,8 @@ def test_readme_results_names_the_full_run_then_its_overlay_and_adds_conv1d_when
     assert "`config/paper.yaml` trains up to 20,000 steps" in readme.read_text()
 
 
-def write_claims(results, statuses, verdict):
-    """A results directory whose finding 1 has sub-claims with these statuses."""
+def write_claims(results, statuses, verdict, means=None):
+    """A results directory whose finding 1 has sub-claims with these statuses (and means, 0.02 unless given)."""
     results.mkdir(parents=True)
     pd.DataFrame([{"finding": 1, "verdict": verdict}]).to_csv(results / "claims.csv", index=False)
     rows = [
@@ -99,7 +99,7 @@ def write_claims(results, statuses, verdict):
             "reading": "gated",
             "subclaim": name,
             "n": 3,
-            "mean": 0.02,
+            "mean": (means or {}).get(name, 0.02),
             "ci_low": 0.015,
             "ci_high": 0.025,
             "status": status,
@@ -114,7 +114,12 @@ def test_compare_claims_prints_the_sub_claims_whose_status_moved_and_only_those(
     write_claims(tmp_path / "a", {"x": "supported", "y": "unresolved"}, "inconclusive")
     write_claims(tmp_path / "b", {"x": "supported", "y": "unresolved"}, "inconclusive")
     same = subprocess.run(tool, cwd=tmp_path, capture_output=True, text=True)
-    assert same.returncode == 0 and "identical" in same.stdout
+    assert same.returncode == 0 and "identical (2 sub-claims)" in same.stdout
+    write_claims(tmp_path / "d", {"x": "supported", "y": "unresolved"}, "inconclusive", {"y": 0.05})
+    shifted = subprocess.run([*tool[:-1], "d"], cwd=tmp_path, capture_output=True, text=True)
+    assert shifted.returncode == 0 and "identical" in shifted.stdout
+    held = shifted.stdout.split("whose status held (B - A):\n")[1].splitlines()
+    assert " y " in f" {held[1]} " and "0.03" in held[1]  # the largest shift comes first
     write_claims(tmp_path / "c", {"x": "supported", "y": "contradicted", "z": "supported"}, "not reproduced")
     moved = subprocess.run([*tool[:-1], "c"], cwd=tmp_path, capture_output=True, text=True)
     assert moved.returncode == 1

@@ -35,6 +35,26 @@ def subclaim_differences(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFr
     ).reset_index(drop=True)
 
 
+def mean_shifts(first: pd.DataFrame, second: pd.DataFrame, most: int = 5) -> pd.DataFrame:
+    """The ``most`` sub-claims whose status held but whose mean moved furthest between the
+    runs (``shift`` = mean_b - mean_a, never 0): how close the held statuses came to moving."""
+    merged = first.merge(second, on=KEYS, suffixes=("_a", "_b"))
+    held = merged[
+        (merged["status_a"] == merged["status_b"]) & merged["mean_a"].notna() & merged["mean_b"].notna()
+    ]
+    held = held.assign(shift=held["mean_b"] - held["mean_a"]).query("shift != 0")
+    held = held.reindex(held["shift"].abs().sort_values(ascending=False).index).head(most)
+    return pd.DataFrame(
+        {
+            **{key: held[key] for key in KEYS},
+            "status": held["status_a"],
+            "shift": held["shift"].round(4),
+            "interval_a": held.apply(_interval, axis=1, suffix="_a"),
+            "interval_b": held.apply(_interval, axis=1, suffix="_b"),
+        }
+    ).reset_index(drop=True)
+
+
 def verdict_differences(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     """finding, verdict_a, verdict_b for every finding whose verdict differs."""
     merged = first[["finding", "verdict"]].merge(
