@@ -33,6 +33,12 @@ def tiny(arch: str, vocab: int = 6, classes: int = 6, start_token: bool = False)
     )
 
 
+RESUMED_TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
+"""float32 summation order only: a resumed pass runs other matmul shapes, whose kernels
+(oneDNN on AMX/AVX512-FP16 CPUs) add up in another order (3.5e-6 apart seen); a wrong
+resumed state is off by O(1)."""
+
+
 @pytest.mark.parametrize("arch", ARCHS)
 def test_logits_and_every_layer_state(arch):
     model = tiny(arch).eval()
@@ -88,11 +94,9 @@ def test_a_pass_resumed_at_a_tap_equals_the_full_pass(arch):
             with model.resumed_at(tap, states[tap]):
                 logits, resumed = model(tokens, edits=edit, return_states=True)
             assert set(calls) == set(range(tap, len(states) - 1))  # only the blocks after the tap ran
-            # float32 summation order only: the resumed pass runs other matmul shapes, whose
-            # kernels (oneDNN on AMX/AVX512-FP16 CPUs) add up in another order; off by 3.5e-6 seen
-            torch.testing.assert_close(logits, full_logits, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(logits, full_logits, **RESUMED_TOLERANCE)
             for later in range(tap, len(states)):
-                torch.testing.assert_close(resumed[later], full_states[later], rtol=1e-4, atol=1e-5)
+                torch.testing.assert_close(resumed[later], full_states[later], **RESUMED_TOLERANCE)
         torch.testing.assert_close(model(tokens), model(tokens, return_states=True)[0])
         assert not any(type(layer).__name__ == "Replay" for layer in model.backbone.layers)
 
@@ -206,11 +210,9 @@ def test_a_pass_resumed_at_a_tap_equals_the_full_pass_with_a_start_token(arch):
             full_logits, full_states = model(tokens, edits=edit, return_states=True)
             with model.resumed_at(tap, states[tap]):
                 logits, resumed = model(tokens, edits=edit, return_states=True)
-            # float32 summation order only: the resumed pass runs other matmul shapes, whose
-            # kernels (oneDNN on AMX/AVX512-FP16 CPUs) add up in another order; off by 3.5e-6 seen
-            torch.testing.assert_close(logits, full_logits, rtol=1e-4, atol=1e-5)
+            torch.testing.assert_close(logits, full_logits, **RESUMED_TOLERANCE)
             for later in range(tap, len(states)):
-                torch.testing.assert_close(resumed[later], full_states[later], rtol=1e-4, atol=1e-5)
+                torch.testing.assert_close(resumed[later], full_states[later], **RESUMED_TOLERANCE)
 
 
 @pytest.mark.parametrize("arch", ["transformer", "lstm"])

@@ -18,21 +18,25 @@ def _interval(row: pd.Series, suffix: str) -> str:
     return "" if pd.isna(mean) else f"{mean:+.3f} [{low:+.3f}, {high:+.3f}] n={int(row[f'n{suffix}'])}"
 
 
+def _listed(rows: pd.DataFrame, **columns: pd.Series) -> pd.DataFrame:
+    """``rows`` of a merged pair as the keys, ``columns``, then each run's interval."""
+    return pd.DataFrame(
+        {
+            **{key: rows[key] for key in KEYS},
+            **columns,
+            "interval_a": rows.apply(_interval, axis=1, suffix="_a"),
+            "interval_b": rows.apply(_interval, axis=1, suffix="_b"),
+        }
+    ).reset_index(drop=True)
+
+
 def subclaim_differences(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
     """One row per sub-claim whose status differs (or that only one run has: status
     ``absent``): its keys, each run's status and interval."""
     merged = first.merge(second, on=KEYS, how="outer", suffixes=("_a", "_b"), indicator=True)
     merged[["status_a", "status_b"]] = merged[["status_a", "status_b"]].fillna("absent")
     moved = merged[merged["status_a"] != merged["status_b"]]
-    return pd.DataFrame(
-        {
-            **{key: moved[key] for key in KEYS},
-            "status_a": moved["status_a"],
-            "status_b": moved["status_b"],
-            "interval_a": moved.apply(_interval, axis=1, suffix="_a"),
-            "interval_b": moved.apply(_interval, axis=1, suffix="_b"),
-        }
-    ).reset_index(drop=True)
+    return _listed(moved, status_a=moved["status_a"], status_b=moved["status_b"])
 
 
 def mean_shifts(first: pd.DataFrame, second: pd.DataFrame, most: int = 5) -> pd.DataFrame:
@@ -44,15 +48,7 @@ def mean_shifts(first: pd.DataFrame, second: pd.DataFrame, most: int = 5) -> pd.
     ]
     held = held.assign(shift=held["mean_b"] - held["mean_a"]).query("shift != 0")
     held = held.reindex(held["shift"].abs().sort_values(ascending=False).index).head(most)
-    return pd.DataFrame(
-        {
-            **{key: held[key] for key in KEYS},
-            "status": held["status_a"],
-            "shift": held["shift"].round(4),
-            "interval_a": held.apply(_interval, axis=1, suffix="_a"),
-            "interval_b": held.apply(_interval, axis=1, suffix="_b"),
-        }
-    ).reset_index(drop=True)
+    return _listed(held, status=held["status_a"], shift=held["shift"].round(4))
 
 
 def verdict_differences(first: pd.DataFrame, second: pd.DataFrame) -> pd.DataFrame:
