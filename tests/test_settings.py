@@ -205,10 +205,18 @@ def test_sweep_pairs_sweep_only_the_pairs_named_each_on_its_own_grid():
         settings.sweep_settings(alone, "gru", "parity", lr=0.001, batch_size=64)
 
 
-def test_learnability_trains_a_pair_with_its_own_settings_to_ten_times_the_default_budget():
+def test_learnability_trains_a_pair_with_its_own_settings_to_the_learnability_cap():
     config = changed(training__overrides={"lstm/s3": {"lr": 0.003, "max_steps": 100}})
     capped = settings.learnability_settings(config, "lstm", "s3")
-    assert (capped["lr"], capped["max_steps"]) == (0.003, 10 * CONFIG["training"]["max_steps"])
+    assert (capped["lr"], capped["max_steps"]) == (0.003, CONFIG["learnability"]["max_steps"])
+
+
+def test_learnability_covers_every_pair_or_the_listed_ones_in_the_study_order():
+    assert len(settings.learnability_pairs(CONFIG)) == len(CONFIG["architectures"]) * len(CONFIG["tasks"])
+    listed = changed(learnability__pairs=["mamba2/s3", "transformer/s3"])
+    assert settings.learnability_pairs(listed) == [("transformer", "s3"), ("mamba2", "s3")]
+    with pytest.raises(ValueError, match="codedepth"):
+        settings.learnability_pairs(changed(learnability__pairs=["lstm/codedepth"]))
 
 
 def test_the_default_budget_overlay_puts_every_pair_with_a_budget_of_its_own_back_at_the_default():

@@ -5,8 +5,7 @@ reached the criterion by then cannot answer the findings about it. This measurem
 takes seed 0 of every pair: a pair whose default run reached the criterion keeps that
 run (it needs no more, and training it again would repeat it step for step); any
 other pair is trained again with its own settings to a cap of
-:data:`statelayers.settings.LEARNABILITY_CAP` times ``training.max_steps``, the
-schedule spanning the cap. Either way the result is the validation checks of one run,
+``learnability.max_steps``, the schedule spanning the cap. Either way the result is the validation checks of one run,
 which :mod:`statelayers.report.learnability` summarises.
 """
 

@@ -230,17 +230,24 @@ def sweep_settings(config: Mapping, arch: str, task: str, lr: float, batch_size:
     }
 
 
-LEARNABILITY_CAP = 10
-"""The learnability measurement trains to at most this many times ``training.max_steps``."""
-
-
 def learnability_settings(config: Mapping, arch: str, task: str) -> dict:
-    """A pair's own training settings with the learnability cap as its step budget (the
-    schedule spans the cap, so the constant phase is long and no decay cuts a slow
+    """A pair's own training settings with ``learnability.max_steps`` as its step budget
+    (the schedule spans the cap, so the constant phase is long and no decay cuts a slow
     learner short)."""
-    return train_settings(config, arch, task) | {
-        "max_steps": LEARNABILITY_CAP * config["training"]["max_steps"]
-    }
+    return train_settings(config, arch, task) | {"max_steps": config["learnability"]["max_steps"]}
+
+
+def learnability_pairs(config: Mapping) -> list[tuple[str, str]]:
+    """The (architecture, task) pairs the learnability measurement covers, in the study's
+    order: ``learnability.pairs`` (``architecture/task``) or, where that is null, every pair."""
+    every = [(arch, task) for arch in config["architectures"] for task in config["tasks"]]
+    chosen = config["learnability"]["pairs"]
+    if chosen is None:
+        return every
+    unknown = set(chosen) - {f"{arch}/{task}" for arch, task in every}
+    if unknown:
+        raise ValueError(f"config: learnability.pairs names pairs outside the study: {sorted(unknown)}")
+    return [(arch, task) for arch, task in every if f"{arch}/{task}" in chosen]
 
 
 def intervention_settings(config: Mapping, pretrained: bool) -> dict:

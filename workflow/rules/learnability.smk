@@ -1,15 +1,24 @@
 # `snakemake --cores all learnability`: the budget each pair needs (statelayers.learnability).
-# Seed 0 of every pair: its default run where that reached the criterion (the default run
-# is trained first if missing), else a run with the pair's settings to LEARNABILITY_CAP x
-# training.max_steps. Not part of the default target; writes benchmarks/ (committed).
+# Seed 0 of every pair in learnability.pairs: its default run where that reached the
+# criterion (the default run is trained first if missing), else a run with the pair's
+# settings to learnability.max_steps. Not part of the default target; writes
+# benchmarks/<learnability.name>* (committed).
 
 LEARNABILITY_SEED = 0
-LEARNABILITY_RUN = "results/learnability/{arch}/{task}"
+LEARNABILITY_NAME = config["learnability"]["name"]
+LEARNABILITY_RUN = f"results/learnability/{LEARNABILITY_NAME}/{{arch}}/{{task}}"
 DEFAULT_RUN = f"results/models/{{arch}}/{{task}}/seed{LEARNABILITY_SEED}"
 LEARNABILITY = {
-    "table": "benchmarks/learnability.csv",
-    "curves": "benchmarks/learnability_curves.csv",
+    "table": f"benchmarks/{LEARNABILITY_NAME}.csv",
+    "curves": f"benchmarks/{LEARNABILITY_NAME}_curves.csv",
+    "figure": f"benchmarks/{LEARNABILITY_NAME}",
 }
+LEARNABILITY_ARCHS, LEARNABILITY_TASKS = zip(*settings.learnability_pairs(config))
+
+
+def learnability_inputs(pattern):
+    """``pattern`` for every measured pair, in the study's order."""
+    return expand(pattern, zip, arch=LEARNABILITY_ARCHS, task=LEARNABILITY_TASKS)
 
 
 localrules:
@@ -22,7 +31,7 @@ rule learnability:
     input:
         LEARNABILITY["table"],
         LEARNABILITY["curves"],
-        "benchmarks/learnability.png",
+        f"{LEARNABILITY['figure']}.png",
 
 
 rule learnability_train:
@@ -35,9 +44,9 @@ rule learnability_train:
         summary=f"{LEARNABILITY_RUN}.csv",
         curve=f"{LEARNABILITY_RUN}_curve.csv",
     log:
-        "results/logs/learnability/{arch}/{task}.log",
+        f"results/logs/learnability/{LEARNABILITY_NAME}/{{arch}}/{{task}}.log",
     benchmark:
-        "results/benchmarks/learnability/{arch}/{task}.tsv"
+        f"results/benchmarks/learnability/{LEARNABILITY_NAME}/{{arch}}/{{task}}.tsv"
     priority: train_priority
     retries: config["retries"]
     conda:
@@ -60,16 +69,16 @@ rule learnability_train:
 
 rule learnability_table:
     input:
-        summaries=expand(f"{LEARNABILITY_RUN}.csv", arch=ARCHS, task=TASKS),
-        curves=expand(f"{LEARNABILITY_RUN}_curve.csv", arch=ARCHS, task=TASKS),
-        default_histories=expand(f"{DEFAULT_RUN}/train_log.csv", arch=ARCHS, task=TASKS),
+        summaries=learnability_inputs(f"{LEARNABILITY_RUN}.csv"),
+        curves=learnability_inputs(f"{LEARNABILITY_RUN}_curve.csv"),
+        default_histories=learnability_inputs(f"{DEFAULT_RUN}/train_log.csv"),
     output:
         table=LEARNABILITY["table"],
         curves=LEARNABILITY["curves"],
     log:
-        "results/logs/tables/learnability.log",
+        f"results/logs/tables/{LEARNABILITY_NAME}.log",
     benchmark:
-        "results/benchmarks/tables/learnability.tsv"
+        f"results/benchmarks/tables/{LEARNABILITY_NAME}.tsv"
     conda:
         CONDA_ENV
     params:
@@ -84,12 +93,12 @@ rule learnability_figure:
         table=LEARNABILITY["table"],
         curves=LEARNABILITY["curves"],
     output:
-        png="benchmarks/learnability.png",
-        pdf="benchmarks/learnability.pdf",
+        png=f"{LEARNABILITY['figure']}.png",
+        pdf=f"{LEARNABILITY['figure']}.pdf",
     log:
-        "results/logs/figures/learnability.log",
+        f"results/logs/figures/{LEARNABILITY_NAME}.log",
     benchmark:
-        "results/benchmarks/figures/learnability.tsv"
+        f"results/benchmarks/figures/{LEARNABILITY_NAME}.tsv"
     conda:
         CONDA_ENV
     script:
