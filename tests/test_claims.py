@@ -7,11 +7,16 @@ import pandas as pd
 import pytest
 
 from statelayers.report.claims import (
+    FRAGILE_BAND,
     LAYER_DIFFERENCE,
     LAYER_POSITION,
     LEARNED_ACCURACY,
     MIN_SEEDS,
+    SUBCLAIM_COLUMNS,
     TOKEN_ACCURACY,
+    WHOLE_BLOCK_DIFFERENCE,
+    WHOLE_BLOCK_POSITION,
+    Finding,
     SubClaim,
     check_claims,
     claims_markdown,
@@ -165,11 +170,10 @@ def test_paper_like_tables_reproduce_findings_1_to_5():
     found = dict(zip(check.verdicts["finding"], check.verdicts["verdict"]))
     assert [found[i] for i in range(1, 6)] == ["reproduced"] * 5, check.verdicts.to_string()
     assert found[6] == found[7] == "inconclusive"
-    markdown = claims_markdown(
-        check, learned_runs(behaviour_table(paper_accuracy), TRAIN_LENGTH), TRAIN_LENGTH
-    )
+    markdown = claims_markdown(check, TRAIN_LENGTH)
     assert "Claims check" in markdown and "| transformer | parity | 6 of 6 |" in markdown
-    assert "Student t" in markdown and "| 3 | dyck mamba - transformer first block at 95 % | 6 |" in markdown
+    assert "Student t" in markdown and "| 3 | dyck mamba - transformer 95 % crossing | 6 |" in markdown
+    assert "| 3 | dyck mamba - transformer first block at 95 % | 6 |" in markdown  # reported only
 
 
 def test_reversed_behaviour_is_not_reproduced():
@@ -240,7 +244,7 @@ def test_findings_use_only_models_that_learned_and_name_those_that_did_not():
     reasons = rows(claims)["reason"]
     assert found[1] == "reproduced"  # behaviour keeps every run
     assert found[2] == "inconclusive"
-    assert re.match(r"transformer did not learn parity \(accuracy 0\.5\d\d at seed 0, ", reasons[2])
+    assert re.match(r"untested: transformer did not learn parity \(accuracy 0\.5\d\d at seed 0, ", reasons[2])
     assert "transformer did not learn s3 (accuracy" in reasons[2] and "at seed 3" in reasons[2]
     assert found[3] == "reproduced"  # dyck: every model it needs learned dyck
     assert found[4] == "inconclusive" and "transformer did not learn s3" in reasons[4]
@@ -253,22 +257,22 @@ def test_a_model_that_learned_in_one_seed_only_leaves_its_sub_claims_unresolved(
     found, claims = verdicts(behaviour_table(paper_accuracy, unlearned), probes_table(paper_profile))
     assert found[3] == "inconclusive"
     reason = rows(claims)["reason"][3]
-    assert re.match(r"mamba did not learn dyck \(accuracy 0\.[78]\d\d at seed 1, ", reason)
+    assert re.match(r"untested: mamba did not learn dyck \(accuracy 0\.[78]\d\d at seed 1, ", reason)
     assert "at seed 0," not in reason and "learned at seed 0 only" in reason
     # Three learned seeds are enough: the sub-claim is decided on them; two are not.
-    # (At three seeds a one-block difference stays unresolved: the layer-position rule.)
     three_learned = not_learned([("mamba", "dyck", [3, 4, 5])], accuracy=0.8)
     found, claims = verdicts(behaviour_table(paper_accuracy, three_learned), probes_table(paper_profile))
     assert "did not learn" not in rows(claims)["reason"][3]
-    assert "dyck mamba - transformer first block at 95 %: +1.000" in rows(claims)["measured"][3]
+    assert re.search(r"dyck mamba - transformer 95 % crossing: \+0\.9\d\d \[", rows(claims)["measured"][3])
     two_learned = not_learned([("mamba", "dyck", [2, 3, 4, 5])], accuracy=0.8)
     found, claims = verdicts(behaviour_table(paper_accuracy, two_learned), probes_table(paper_profile))
     assert found[3] == "inconclusive" and "mamba did not learn dyck" in rows(claims)["reason"][3]
 
 
-def test_a_contradiction_needing_a_model_that_did_not_learn_is_no_verdict():
-    """Architecture-fixed profiles contradict finding 3 (test above); without learned
-    Mamba runs on dyck the finding is inconclusive, and says what the learned runs contradict."""
+def test_a_contradiction_among_the_runs_that_learned_is_not_reproduced_beside_an_unlearned_pair():
+    """Architecture-fixed profiles contradict finding 3 (test above). Without learned Mamba
+    runs on dyck, the Transformer's contradiction on the runs that learned still decides
+    it: a finding is a conjunction, and the reason lists what could not be tested."""
 
     def fixed(arch, task):
         return paper_profile(arch, "parity")
@@ -276,10 +280,13 @@ def test_a_contradiction_needing_a_model_that_did_not_learn_is_no_verdict():
     found, claims = verdicts(
         behaviour_table(paper_accuracy, not_learned([("mamba", "dyck")])), probes_table(fixed)
     )
-    reason = rows(claims)["reason"][3]
-    assert found[3] == "inconclusive"
-    assert reason.startswith("mamba did not learn dyck")
-    assert "contradicted among the runs that learned: dyck transformer: 2 - first block at 95 %" in reason
+    verdict = rows(claims).loc[3]
+    assert found[3] == "not reproduced"
+    assert verdict["reason"].startswith(
+        "contradicted on the runs that learned: dyck transformer: 2 - 95 % crossing"
+    )
+    assert "Untested: mamba did not learn dyck (accuracy" in verdict["reason"]
+    assert "dyck transformer: 2 - 95 % crossing" in verdict["deciding"]
 
 
 def test_necessity_pools_the_runs_that_learned_each_task():
@@ -434,7 +441,7 @@ def test_findings_2_to_4_are_also_reported_on_the_gain_over_the_untrained_twin()
     assert all(gains[number] == "" for number in (1, 5, 6, 7))
     check = run_check(behaviour, reads_all, *ablation_tables(0.4))
     assert "supported" not in " ".join(rows(check.verdicts)["on_gains"])
-    markdown = claims_markdown(check, learned_runs(behaviour, TRAIN_LENGTH), TRAIN_LENGTH)
+    markdown = claims_markdown(check, TRAIN_LENGTH)
     assert "gain over the untrained twin" in markdown
 
 
@@ -462,23 +469,31 @@ def test_a_threshold_is_reached_within_its_margin():
     assert claim([0.2, 0.21, 0.19], kind="at_most")["status"] == "contradicted"
 
 
-def test_three_seeds_agreeing_on_a_layer_position_are_not_certain_five_are():
-    """Layer positions: half a block of margin and a rounding floor under zero spread
-    (1/sqrt(12) for a position, 1/sqrt(6) for the difference of two)."""
-    assert claim([1, 1, 1], LAYER_POSITION)["status"] == "unresolved"
-    assert claim([1] * 5, LAYER_POSITION)["status"] == "supported"
-    assert claim([0] * 5, LAYER_POSITION)["status"] == "contradicted"
-    assert claim([2, 2, 2], LAYER_POSITION)["status"] == "supported"
-    assert claim([0, 0, 0], LAYER_POSITION, kind="at_least")["status"] == "unresolved"
-    assert claim([0] * 4, LAYER_POSITION, kind="at_least")["status"] == "supported"
-    assert claim([1] * 5, LAYER_DIFFERENCE)["status"] == "unresolved"
-    assert claim([1] * 6, LAYER_DIFFERENCE)["status"] == "supported"
+def test_three_seeds_agreeing_on_a_whole_block_position_are_not_certain_five_are():
+    """Whole-block positions (reported only): half a block of margin and a rounding floor
+    under zero spread (1/sqrt(12) for a position, 1/sqrt(6) for the difference of two)."""
+    assert claim([1, 1, 1], WHOLE_BLOCK_POSITION)["status"] == "unresolved"
+    assert claim([1] * 5, WHOLE_BLOCK_POSITION)["status"] == "supported"
+    assert claim([0] * 5, WHOLE_BLOCK_POSITION)["status"] == "contradicted"
+    assert claim([2, 2, 2], WHOLE_BLOCK_POSITION)["status"] == "supported"
+    assert claim([0, 0, 0], WHOLE_BLOCK_POSITION, kind="at_least")["status"] == "unresolved"
+    assert claim([0] * 4, WHOLE_BLOCK_POSITION, kind="at_least")["status"] == "supported"
+    assert claim([1] * 5, WHOLE_BLOCK_DIFFERENCE)["status"] == "unresolved"
+    assert claim([1] * 6, WHOLE_BLOCK_DIFFERENCE)["status"] == "supported"
 
 
-def test_at_the_default_three_seeds_paper_like_profiles_leave_the_layer_positions_open():
-    """Documented consequence (docs/methods.md): three agreeing seeds decide no
-    layer-position sub-claim, so findings 2 and 3 stay inconclusive on those alone,
-    while the findings on accuracies and profile shapes reproduce."""
+def test_a_continuous_position_is_decided_by_the_spread_of_its_seeds_not_a_floor():
+    """Three seeds whose crossings spread by a tenth of a block decide a half-block margin;
+    three that spread by a block do not."""
+    assert claim([0.9, 1.0, 1.1], LAYER_POSITION)["status"] == "supported"
+    assert claim([-0.9, -1.0, -1.1], LAYER_POSITION, kind="at_least")["status"] == "contradicted"
+    assert claim([0.1, 1.0, 2.0], LAYER_POSITION)["status"] == "unresolved"
+    assert claim([0.2, 0.3, 0.25], LAYER_DIFFERENCE)["status"] == "contradicted"
+
+
+def test_at_the_default_three_seeds_paper_like_profiles_decide_the_layer_positions():
+    """With continuous positions, three seeds of paper-like profiles reproduce findings
+    1-5; the whole-block positions beside them stay unresolved and decide nothing."""
     three = lambda frame: frame[frame["seed"] < 3]  # noqa: E731
     check = run_check(
         three(behaviour_table(paper_accuracy)),
@@ -486,12 +501,12 @@ def test_at_the_default_three_seeds_paper_like_profiles_leave_the_layer_position
         *(three(t) for t in ablation_tables(0.4)),
     )
     found = dict(zip(check.verdicts["finding"], check.verdicts["verdict"]))
-    assert found[1] == found[4] == found[5] == "reproduced"
-    assert found[2] == found[3] == "inconclusive"
+    assert [found[i] for i in range(1, 6)] == ["reproduced"] * 5, check.verdicts.to_string()
     gated = check.subclaims[check.subclaims["reading"] == "gated"]
-    open_claims = gated[gated["status"] != "supported"]
-    assert set(open_claims["quantity"]) <= {"layer position", "layer position difference"}
-    assert set(open_claims["status"]) == {"unresolved"}
+    assert set(gated.loc[gated["decides"], "status"]) == {"supported"}
+    whole = gated[~gated["decides"]]
+    assert set(whole["quantity"]) == {"whole-block position", "whole-block position difference"}
+    assert "unresolved" in set(whole["status"])
 
 
 def test_fewer_than_three_seeds_decide_no_sub_claim():
@@ -515,13 +530,16 @@ def test_every_sub_claim_reports_its_interval_margin_and_n():
     assert sub[["margin", "n", "mean", "ci_low", "ci_high"]].notna().all().all()
     assert (sub["n"] >= len(SEEDS)).all() and set(sub["interval"]) == {"95% Student t"}
     gated = sub[sub["reading"] == "gated"]
-    positions = gated[gated["subclaim"].str.contains("first block")].set_index("subclaim")["quantity"]
-    assert positions["parity mamba first block at 95 % - last block"] == "layer position"
-    assert positions["dyck mamba - transformer first block at 95 %"] == "layer position difference"
+    positions = gated[gated["subclaim"].str.contains("block|crossing")].set_index("subclaim")["quantity"]
+    assert positions["parity mamba 95 % crossing - last block"] == "layer position"
+    assert positions["dyck mamba - transformer 95 % crossing"] == "layer position difference"
+    assert positions["parity mamba first block at 95 % - last block"] == "whole-block position"
     for number in range(1, 5):
         rests_on = rows(check.verdicts)["rests_on"][number]
         assert rests_on.startswith("6 seeds per sub-claim; 95% Student t intervals; margins:"), rests_on
-    assert rows(check.verdicts)["rests_on"][5].startswith("6 seeds (30 architecture x seed units) per sub-claim")
+    assert rows(check.verdicts)["rests_on"][5].startswith(
+        "6 seeds (30 architecture x seed units) per sub-claim"
+    )
 
 
 def test_the_ungated_reading_uses_every_run_and_leaves_the_verdicts_gated():
@@ -537,3 +555,148 @@ def test_the_ungated_reading_uses_every_run_and_leaves_the_verdicts_gated():
     assert len(statuses) == 8 and all(text.endswith(": supported") for text in statuses), statuses
     ungated = check.subclaims[check.subclaims["reading"] == "ungated"]
     assert set(ungated["finding"]) == {2, 3, 4, 5} and "unlearned" not in set(ungated["status"])
+
+
+def test_a_finding_without_sub_claims_is_not_reproduced_by_default():
+    """all() over nothing is True: a finding must have sub-claims to be supported."""
+    verdict = Finding(4).verdict(IntervalConfig())
+    assert verdict["verdict"] == "inconclusive" and "no sub-claim" in verdict["reason"]
+
+
+def test_finding_4_is_not_decided_by_one_family():
+    behaviour, probes = behaviour_table(paper_accuracy), probes_table(paper_profile)
+    only_gru = lambda frame: frame[frame["arch"] == "gru"]  # noqa: E731
+    found, claims = verdicts(only_gru(behaviour), only_gru(probes))
+    assert found[4] == "inconclusive" and "architectures not in this run" in rows(claims)["reason"][4]
+
+
+def test_necessity_leaves_the_conv1d_ablated_models_out():
+    """Finding 5 pools the five families; a Conv1D-ablated twin whose erasures do nothing
+    must not move it (it enters finding 7 only)."""
+    behaviour, probes = behaviour_table(paper_accuracy), probes_table(paper_profile)
+    ablations, readability = ablation_tables(0.4)
+    twin = lambda frame: frame[frame["arch"] == "mamba"].assign(arch="mamba_noconv")  # noqa: E731
+    twin_behaviour, twin_ablations = twin(behaviour), twin(ablations)
+    twin_ablations.loc[twin_ablations["method"] == "probe", "drop"] = 0.0
+    with_twin = check_claims(
+        pd.concat([behaviour, twin_behaviour]),
+        probes,
+        pd.concat([ablations, twin_ablations]),
+        pd.concat([readability, twin(readability)]),
+        scale="synthetic",
+        train_length=TRAIN_LENGTH,
+    )
+    alone = run_check(behaviour, probes, ablations, readability)
+    gated = lambda check: check.subclaims[  # noqa: E731
+        (check.subclaims["reading"] == "gated") & (check.subclaims["finding"] == 5)
+    ].reset_index(drop=True)
+    pd.testing.assert_frame_equal(gated(with_twin), gated(alone))
+
+
+LEARNABILITY = pd.DataFrame(
+    [
+        {"arch": "transformer", "task": "s3", "cap": 6000, "steps_to_95": None, "best_val_accuracy": 0.44},
+        {"arch": "transformer", "task": "s3", "cap": 20000, "steps_to_95": None, "best_val_accuracy": 0.61},
+        {
+            "arch": "transformer",
+            "task": "parity",
+            "cap": 6000,
+            "steps_to_95": 1950,
+            "best_val_accuracy": 0.99,
+        },
+    ]
+)
+
+
+def test_an_inconclusive_verdict_says_what_would_decide_it_per_task():
+    """The Transformer did not learn s3 or parity: finding 2 is inconclusive, its reason
+    says per task what was decided and what was untested, with the steps each pair needs
+    from the learnability tables."""
+    unlearned = not_learned([("transformer", "parity"), ("transformer", "s3")])
+    check = check_claims(
+        behaviour_table(paper_accuracy, unlearned),
+        probes_table(paper_profile),
+        None,
+        None,
+        scale="synthetic",
+        train_length=TRAIN_LENGTH,
+        learnability=LEARNABILITY,
+    )
+    verdict = rows(check.verdicts).loc[2]
+    assert verdict["verdict"] == "inconclusive"
+    reason = verdict["reason"]
+    assert "it needs more than 20000 steps (seed 0 reached 0.610 validation accuracy in 20000)" in reason
+    assert "it reached validation 0.95 at step 1950 of a seed-0 run" in reason
+    parts = reason.split("by part: ")[1].split(" | ")
+    assert parts[0].startswith("parity: supported: parity mamba 95 % crossing - last block")
+    assert "untested: transformer did not learn parity" in parts[0]
+    assert parts[1].startswith("s3: supported:") and "untested: transformer did not learn s3" in parts[1]
+
+
+def test_an_unresolved_sub_claim_carries_its_planning_figure():
+    spread = SubClaim("x", pd.Series([0.0, 0.02, 0.05]), TOKEN_ACCURACY)
+    row = spread.evaluate(IntervalConfig())
+    assert row["status"] == "unresolved" and row["seeds_to_decide"].endswith(" seeds")
+    verdict = Finding(1, [spread]).verdict(IntervalConfig())
+    assert verdict["verdict"] == "inconclusive"
+    assert f"planning figure: {row['seeds_to_decide']} at its observed mean and sd would decide it" in (
+        verdict["reason"]
+    )
+
+
+def near_the_edge(flip_at):
+    """Three values whose difference clears the token-accuracy margin (0.01) exactly at
+    confidence ``flip_at``."""
+    from scipy import stats
+
+    distance = 0.02
+    sd = distance / stats.t.ppf((1 + flip_at) / 2, 2) * np.sqrt(3)
+    return pd.Series([0.03 - sd, 0.03, 0.03 + sd])
+
+
+def test_a_verdict_whose_deciding_sub_claim_changes_status_inside_the_band_is_fragile():
+    low, high = FRAGILE_BAND
+    fragile = Finding(1, [SubClaim("x", near_the_edge(0.97), TOKEN_ACCURACY)]).verdict(IntervalConfig())
+    assert fragile["verdict"] == "reproduced" and fragile["fragile"]
+    assert fragile["fragility"] == f"reproduced at {low:.0%}, inconclusive at {high:.0%}"
+    robust = Finding(1, [SubClaim("x", near_the_edge(0.999), TOKEN_ACCURACY)]).verdict(IntervalConfig())
+    assert robust["verdict"] == "reproduced" and not robust["fragile"]
+    row = SubClaim("x", near_the_edge(0.97), TOKEN_ACCURACY).evaluate(IntervalConfig())
+    assert row["fragile"] and abs(row["flip_confidence"] - 0.97) < 1e-9
+    # An equivalence just inside the margin (finding 1's dyck recurrent - Mamba-2) is fragile too.
+    inside = Finding(1, [SubClaim("x", -near_the_edge(0.96) + 0.02, TOKEN_ACCURACY)]).verdict(
+        IntervalConfig()
+    )
+    assert inside["verdict"] == "not reproduced" and inside["fragile"]
+
+
+def test_one_robust_contradiction_keeps_a_not_reproduced_verdict_robust():
+    claims = [
+        SubClaim("near", near_the_edge(0.97), TOKEN_ACCURACY),
+        SubClaim("far below", pd.Series([-0.05, -0.051, -0.049]), TOKEN_ACCURACY),
+    ]
+    verdict = Finding(1, claims).verdict(IntervalConfig())
+    assert verdict["verdict"] == "not reproduced" and not verdict["fragile"]
+    assert verdict["deciding"] == "far below"
+
+
+def test_the_claims_tables_have_their_documented_columns():
+    check = run_check(behaviour_table(paper_accuracy), probes_table(paper_profile), *ablation_tables(0.4))
+    assert list(check.subclaims.columns) == SUBCLAIM_COLUMNS
+    assert {"deciding", "fragile", "fragility"} <= set(check.verdicts.columns)
+    assert not check.verdicts["fragile"].any()
+
+
+def test_a_run_whose_label_probes_did_not_converge_is_left_out_of_the_profiles_and_counted():
+    """A non-converged probe could move a profile unseen: its run leaves findings 2-4 (like a
+    run that did not learn) and claims.md counts it."""
+    probes = probes_table(paper_profile).assign(converged=True)
+    stuck = (probes["arch"] == "mamba") & (probes["task"] == "dyck") & (probes["seed"] >= 1)
+    probes.loc[stuck & (probes["layer"] == 2), "converged"] = False
+    check = run_check(behaviour_table(paper_accuracy), probes)
+    verdict = rows(check.verdicts).loc[3]
+    assert verdict["verdict"] == "inconclusive"
+    assert "mamba on dyck: label probes did not converge at seed 1, 2, 3, 4, 5" in verdict["reason"]
+    assert rows(check.verdicts).loc[1, "verdict"] == "reproduced"  # behaviour does not read probes
+    markdown = claims_markdown(check, TRAIN_LENGTH)
+    assert "| mamba | dyck | 6 of 6 | " in markdown and "| 0, 1, 1, 1, 1, 1 |" in markdown

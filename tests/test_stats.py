@@ -7,7 +7,18 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from statelayers.report.stats import PROFILE_GAINS, mean_ci, profile_shapes, rounding_sd, summarize
+from statelayers.report.stats import (
+    PROFILE_GAINS,
+    IntervalConfig,
+    crossing,
+    flip_confidence,
+    mean_ci,
+    peak_position,
+    profile_shapes,
+    rounding_sd,
+    seeds_to_decide,
+    summarize,
+)
 
 
 def test_interval_contains_the_mean_and_narrows_with_more_seeds():
@@ -127,6 +138,69 @@ def test_profile_shapes_tell_a_jump_from_a_gradual_rise():
     assert math.isclose(shapes.loc["mamba", "late_concentration"], 1.0 - (0.55 + 0.6 + 0.71) / 3)
     assert shapes.loc["mamba", "late_concentration"] > shapes.loc["transformer", "late_concentration"]
     assert shapes.loc["mamba", "best_block_accuracy"] == 1.0
+
+
+PAPER_SHAPES = {  # embedding, then blocks 1..4: the shapes the paper's words describe
+    "jump at the last block": [0.5, 0.55, 0.60, 0.71, 1.0],  # Mamba on Parity
+    "gradual rise": [0.5, 0.55, 0.76, 0.98, 1.0],  # Transformer on Parity
+    "early saturation": [0.5, 1.0, 1.0, 1.0, 1.0],  # Transformer on Dyck
+}
+
+
+def test_the_95_crossing_orders_the_papers_three_shapes_as_its_words_do():
+    """A jump lies in the last block, a gradual rise inside the profile, early saturation
+    before block 1 ends; each crossing rounds up to the whole block that first reaches 95 %."""
+    frame = pd.DataFrame(
+        [
+            row
+            for i, profile in enumerate(PAPER_SHAPES.values())
+            for row in probe_rows(f"a{i}", "t", 0, profile)
+        ]
+    )
+    shapes = profile_shapes(frame).set_index("arch")["crossing_95"]
+    jump, gradual, early = shapes["a0"], shapes["a1"], shapes["a2"]
+    assert 3.5 < jump <= 4 and 2 < gradual < 3 and 0 < early <= 1
+    assert jump > gradual + 0.5 and gradual > early + 0.5  # apart by more than the half-block margin
+    assert math.isclose(jump, 3 + (0.95 - 0.71) / (1.0 - 0.71))
+    assert math.isclose(gradual, 2 + (0.95 - 0.76) / (0.98 - 0.76))
+    assert math.isclose(early, (0.95 - 0.5) / (1.0 - 0.5))
+    first = profile_shapes(frame).set_index("arch")["first_layer_95"]
+    assert (np.ceil(shapes) == first).all()
+
+
+def test_the_crossing_is_at_the_embedding_when_the_embedding_already_reads_the_state():
+    by_layer = pd.Series([0.96, 0.97, 1.0, 1.0], index=[0, 1, 2, 3])
+    assert crossing(by_layer, 0.95) == 0.0
+    assert math.isnan(crossing(pd.Series([0.5, 0.6], index=[0, 1]), 0.95))
+
+
+def test_a_peak_between_blocks_leans_towards_its_larger_neighbour():
+    assert peak_position(pd.Series([0.1, 0.5, 0.9, 0.5, 0.1], index=range(1, 6))) == 3.0
+    leaning = peak_position(pd.Series([0.1, 0.5, 0.9, 0.8, 0.1], index=range(1, 6)))
+    assert 3.0 < leaning < 3.5
+    assert peak_position(pd.Series([0.1, 0.2, 0.9], index=[1, 2, 3])) == 3.0  # at the end
+    assert peak_position(pd.Series([0.5, 0.5, 0.5], index=[1, 2, 3])) == 1.0  # flat: the first
+
+
+def test_the_flip_confidence_is_where_the_interval_touches_the_edge():
+    values = np.array([0.031, 0.036, 0.040, 0.029])
+    edge = 0.01
+    sd, n = values.std(ddof=1), len(values)
+    flip = flip_confidence(values.mean() - edge, sd, n)
+    below, above = IntervalConfig(flip - 1e-6), IntervalConfig(flip + 1e-6)
+    assert mean_ci(values, below)[1] > edge > mean_ci(values, above)[1]
+    assert flip_confidence(0.0, sd, n) == 0.0 and flip_confidence(0.1, 0.0, n) == 1.0
+
+
+def test_the_planning_figure_is_the_fewest_seeds_whose_interval_clears_the_edge():
+    config = IntervalConfig()
+    distance, sd = 0.02, 0.03
+    n = seeds_to_decide(distance, sd, config, smallest=3)
+    half = lambda k: stats.t.ppf(0.975, k - 1) * sd / math.sqrt(k)  # noqa: E731
+    assert half(n) < distance <= half(n - 1)
+    assert seeds_to_decide(distance, 0.0, config, smallest=3) == 3
+    assert seeds_to_decide(0.0, sd, config, smallest=3) is None
+    assert seeds_to_decide(1e-4, 1.0, config, smallest=3, largest=50) is None
 
 
 @pytest.mark.parametrize("gain", PROFILE_GAINS)

@@ -32,6 +32,7 @@ rule claims:
         CONDA_ENV
     params:
         statistics=config["statistics"],
+        learnability=learnability_rows(),
         scale=settings.run_scale(config, PRETRAINED, PATCHING_TASKS),
         train_length=TRAIN_LENGTH,
     script:

@@ -3,17 +3,21 @@
 import pandas as pd
 
 from statelayers import io, runtime
-from statelayers.report.claims import check_claims, claims_markdown, learned_runs
+from statelayers.report.claims import check_claims, claims_markdown
 from statelayers.report.stats import IntervalConfig
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])
 tables = {name: pd.read_csv(path) for name, path in sm.input.items()}
-train_length = sm.params.train_length
+learnability = pd.DataFrame(sm.params.learnability) if sm.params.learnability else None
 check = check_claims(
-    **tables, scale=sm.params.scale, train_length=train_length, config=IntervalConfig(**sm.params.statistics)
+    **tables,
+    scale=sm.params.scale,
+    train_length=sm.params.train_length,
+    config=IntervalConfig(**sm.params.statistics),
+    learnability=learnability,
 )
 io.write_csv(check.verdicts, sm.output.table)
 io.write_csv(check.subclaims, sm.output.subclaims)
-markdown = claims_markdown(check, learned_runs(tables["behaviour"], train_length), train_length)
+markdown = claims_markdown(check, sm.params.train_length)
 io.write_with(lambda tmp: tmp.write_text(markdown), sm.output.markdown)
