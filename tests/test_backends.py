@@ -13,6 +13,8 @@ import inspect
 
 import pytest
 import torch
+from transformers.models.mamba import modeling_mamba
+from transformers.models.mamba2 import modeling_mamba2
 
 from statelayers.models.backends import (
     KERNEL_FUNCTIONS,
@@ -22,7 +24,7 @@ from statelayers.models.backends import (
     use_backend,
 )
 from statelayers.models.causal_conv import causal_conv1d
-from statelayers.models.mamba_scan import selective_scan
+from statelayers.models.mamba_scan import REFERENCE_CHUNK_SCAN, REFERENCE_SCAN, chunk_scan, selective_scan
 from statelayers.models.spec import ModelSpec
 from statelayers.models.tagger import build_model
 
@@ -36,18 +38,38 @@ def kernel_functions():
     for module_name, names in KERNEL_FUNCTIONS.items():
         module = importlib.import_module(module_name)
         for name in names:
-            yield name, getattr(module, name)
+            yield f"{module_name}.{name}", getattr(module, name)
+
+
+FAST = {
+    "mamba_selective_scan": selective_scan,
+    "mamba2_chunk_scan": chunk_scan,
+    "causal_conv1d_fn": causal_conv1d,  # in both modules
+}
+"""What ``scan="fast"`` binds in transformers' Mamba and Mamba-2 modules; the rest stay transformers'."""
 
 
 def test_torch_backend_runs_every_kernel_function_in_pytorch():
-    assert use_backend("torch", scan="reference") == "torch"
-    for name, function in kernel_functions():
-        assert inspect.unwrap(function) is function, name  # no kernel wrapper left
-        assert implementation(function) == "transformers", name
-    use_backend("torch", scan="fast")
-    for name, function in kernel_functions():
-        expected = {"mamba_selective_scan": selective_scan, "causal_conv1d_fn": causal_conv1d}
-        assert function is expected.get(name, function), name
+    try:
+        assert use_backend("torch", scan="reference") == "torch"
+        for where, function in kernel_functions():
+            assert inspect.unwrap(function) is function, where  # no kernel wrapper left
+            assert implementation(function) == "transformers", where
+        assert modeling_mamba.mamba_selective_scan is REFERENCE_SCAN
+        assert modeling_mamba2.mamba2_chunk_scan is REFERENCE_CHUNK_SCAN
+        assert use_backend("torch", scan="fast") == "torch"
+        redirected = set()
+        for where, function in kernel_functions():
+            name = where.rsplit(".", 1)[1]
+            if name in FAST:
+                assert function is FAST[name], where
+                redirected.add(name)
+            else:
+                assert inspect.unwrap(function) is function, where
+                assert implementation(function) == "transformers", where
+        assert redirected == set(FAST)
+    finally:
+        use_backend("torch", scan="fast")
 
 
 def test_auto_is_torch_without_cuda_and_cuda_without_a_gpu_is_an_error():
