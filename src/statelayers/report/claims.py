@@ -368,9 +368,9 @@ def _by_group(claims: list[SubClaim], results: list[dict]) -> str:
             names = [r["subclaim"] for _, r in mine if r["status"] == status]
             if names:
                 said.append(f"{status}: " + ", ".join(names))
-        untested = list(dict.fromkeys(u for c, r in mine if r["status"] == "unlearned" for u in c.unlearned))
+        untested = [u.split(" (")[0] for c, r in mine if r["status"] == "unlearned" for u in c.unlearned]
         if untested:
-            said.append("untested: " + "; ".join(untested))
+            said.append("untested: " + ", ".join(dict.fromkeys(untested)))
         parts.append(f"{group}: " + "; ".join(said))
     return "by part: " + " | ".join(parts)
 
@@ -437,7 +437,7 @@ class Finding:
                     "intervals do not clear the margin: " + "; ".join(_unresolved(r) for r in unresolved)
                 )
             reason = ". ".join(said)
-        parts = _by_group(claims, results)
+        parts = _by_group(claims, results) if verdict != "reproduced" else ""
         if parts:
             reason += f". {parts}"
         band = {
