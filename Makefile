@@ -29,7 +29,8 @@ test: env
 test-fast: env
 	$(BIN)/python -m pytest -q -m "not workflow and not slurm"
 
-# Rewrite README.md's results section from the last complete run in this directory.
+# README.md's verdict table and docs/results.md (every table) from the last complete run
+# in this directory and the committed benchmarks/ tables.
 readme-results: env
 	$(BIN)/python tools/readme_results.py README.md
 

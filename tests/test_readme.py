@@ -1,19 +1,32 @@
-"""The README results section is generated from run files and replaces only itself."""
+"""README's verdict table and docs/results.md are generated from run files; README's block
+replaces only itself, and every sweep point the config overrides is marked."""
+
+import subprocess
+import sys
+from pathlib import Path
 
 import pandas as pd
 import pytest
 
 from statelayers.report.readme import (
+    DAGGER,
     END,
     START,
     behaviour_markdown,
+    config_overrides,
+    configured_point,
+    deciding_subclaims,
     learnability_markdown,
+    readme_block,
     replace_section,
-    results_section,
+    results_document,
     sweep_markdown,
     training_markdown,
+    verdict_markdown,
 )
 from statelayers.report.snakemake_log import complete_run
+
+REPO = Path(__file__).resolve().parents[1]
 
 
 def summary():
@@ -76,29 +89,74 @@ def test_behaviour_table_has_a_row_per_task_and_arch_and_a_column_per_length():
     assert len(table) == 4
 
 
-def test_section_replaces_only_the_marked_block():
+def test_readme_block_replaces_only_the_marked_block_with_a_line_per_finding():
     claims = pd.DataFrame(
         [
             {
                 "finding": 1,
                 "verdict": "not reproduced",
-                "reason": "CI below the bound",
-                "rests_on": "n = 3 per sub-claim; 95% Student t intervals; margins: token accuracy 0.01",
+                "reason": "contradicted on the runs that learned: dyck recurrent - mamba",
+                "deciding": "dyck recurrent - mamba",
+                "fragile": True,
+                "rests_on": "n = 3 per sub-claim",
                 "scale": "3 seeds",
-            }
+            },
+            {
+                "finding": 2,
+                "verdict": "inconclusive",
+                "reason": "r",
+                "deciding": "a; b | c; d",
+                "fragile": False,
+                "rests_on": "",
+                "scale": "3 seeds",
+            },
         ]
     )
-    section = results_section(claims, summary(), training(), date="2026-11-30", run_time="87 jobs")
+    block = readme_block(claims, run_time="87 jobs")
     readme = f"# Title\n\nintro\n{START}\nold numbers\n{END}\n## Next\n"
-    updated = replace_section(readme, section)
+    updated = replace_section(readme, block)
     assert updated.startswith("# Title\n\nintro\n") and updated.endswith("\n## Next\n")
-    assert "old numbers" not in updated
-    assert "| 1 | **not reproduced** | CI below the bound | n = 3 per sub-claim; 95% Student t" in updated
-    assert "2026-11-30" in updated and "3 seeds" in updated
-    assert "no sub-claim is decided from fewer than 3 seeds" in updated and "token accuracy 0.01" in updated
-    assert replace_section(updated, section) == updated  # idempotent
+    assert "old numbers" not in updated and "last complete run here (87 jobs)" in updated
+    assert "| 1 | **not reproduced** (fragile) | dyck recurrent - mamba |" in updated
+    assert "| 2 | **inconclusive** | a (+2 more) |" in updated
+    assert "(docs/results.md)" in updated
+    assert replace_section(updated, block) == updated  # idempotent
     with pytest.raises(ValueError):
-        replace_section("no markers", section)
+        replace_section("no markers", block)
+    placeholder = readme_block(None)
+    assert "make readme-results" in placeholder and "|" not in placeholder
+
+
+def test_verdict_table_reads_the_first_deciding_sub_claim_or_falls_back_to_the_reason():
+    old = pd.DataFrame(  # claims.csv without the deciding and fragile columns
+        [
+            {"finding": 1, "verdict": "not reproduced", "reason": "contradicted: dyck recurrent - mamba2"},
+            {
+                "finding": 2,
+                "verdict": "inconclusive",
+                "reason": "mamba did not learn s3 (accuracy 0.39 at seed 0; 0.40 at seed 1); transformer did not",
+            },
+            {
+                "finding": 6,
+                "verdict": "inconclusive",
+                "reason": "pretrained stage did not run (enabled: false)",
+            },
+            {"finding": 7, "verdict": "inconclusive", "reason": float("nan")},
+        ]
+    )
+    lines = verdict_markdown(old).splitlines()
+    assert lines[0] == "| finding | verdict | decided by |" and len(lines) == 6
+    assert lines[2] == "| 1 | **not reproduced** | dyck recurrent - mamba2 |"
+    assert (
+        lines[3]
+        == "| 2 | **inconclusive** | mamba did not learn s3 (accuracy 0.39 at seed 0; 0.40 at seed 1) (+1 more) |"
+    )
+    assert lines[4] == "| 6 | **inconclusive** | pretrained stage did not run (enabled: false) |"
+    assert lines[5] == "| 7 | **inconclusive** |  |"
+    assert deciding_subclaims({"deciding": "x; y", "reason": "z"}) == ["x", "y"]
+    assert deciding_subclaims({"deciding": float("nan"), "reason": "z"}) == ["z"]
+    stage = "Conv1D attribution did not run: add mamba_noconv to the architectures"
+    assert deciding_subclaims({"reason": stage}) == [stage]  # only a status's colon is dropped
 
 
 def test_complete_run_reads_jobs_and_elapsed_time_of_finished_logs_only():
@@ -141,9 +199,9 @@ def test_conv1d_table_appears_only_when_given_and_marks_significance():
             },
         ]
     )
-    without = results_section(claims, summary(), training(), date="2026-12-01", run_time="10 jobs")
+    without = results_document(claims, summary(), training(), date="2026-12-01", run_time="10 jobs")
     assert "Conv1D ablation" not in without
-    lines = results_section(
+    lines = results_document(
         claims, summary(), training(), "2026-12-01", "10 jobs", conv1d_summary=conv1d
     ).splitlines()
     assert "| Mamba | s3 | trained without | -12.3 [-20.0, -4.5] | 3 | 0.02 * |" in lines
@@ -247,7 +305,7 @@ def test_learnability_table_gives_each_pairs_steps_to_the_thresholds_or_never():
     assert lines[0].startswith("| task | architecture | steps to 0.95 | steps to 0.99 |")
     assert lines[2] == "| s3 | GRU | 350 | 400 | 1.000 | 600 | 61 s | 600 |"
     assert lines[3] == "| s3 | Transformer | never | never | 0.412 | 6000 | 1830 s | 600 |"
-    section = results_section(
+    section = results_document(
         pd.DataFrame(
             [{"finding": 1, "verdict": "inconclusive", "reason": "r", "rests_on": "", "scale": "3 seeds"}]
         ),
@@ -259,3 +317,186 @@ def test_learnability_table_gives_each_pairs_steps_to_the_thresholds_or_never():
         paper_steps=20000,
     )
     assert "at most 6000 steps" in section and "`config/paper.yaml` trains up to 20,000 steps" in section
+
+
+def sweep_point(arch, task, block, start, lr, reached, accuracy, selected, seeds=1):
+    return {
+        "arch": arch,
+        "task": task,
+        "block": block,
+        "start_token": start,
+        "lr": lr,
+        "batch_size": 32,
+        "seeds": seeds,
+        "reached": reached,
+        "steps": 300.0,
+        "sequences": 9600.0,
+        "validation_token_accuracy": accuracy,
+        "max_steps": 600,
+        "target_accuracy": 0.99,
+        "selected": selected,
+        "chosen": selected,
+    }
+
+
+BLOCKS = {"parallel": {"rotary_pct": 0.25}, "sequential": {"rotary_pct": 1.0}}
+
+
+def test_configured_point_names_the_block_the_pairs_options_match():
+    training = {"lr": 0.0003, "batch_size": 32, "max_steps": 600}
+    point = configured_point({"rotary_pct": 1.0, "start_token": True, "heads": 4}, training, BLOCKS)
+    assert point == {"block": "sequential", "start_token": True, "lr": 0.0003, "batch_size": 32}
+    assert configured_point({"heads": 4}, training, BLOCKS)["block"] is None  # no block's options
+    assert configured_point({}, training, {"default": {}})["block"] == "default"  # a family without blocks
+
+
+def test_every_selected_point_the_config_overrides_is_marked_and_explained():
+    one_seed = pd.DataFrame(
+        [
+            sweep_point("transformer", "parity", "sequential", True, 0.0003, 0, 0.79, False),
+            sweep_point("transformer", "parity", "sequential", True, 0.001, 1, 0.998, True),
+            sweep_point("transformer", "dyck", "parallel", False, 0.0003, 1, 0.995, True),
+            sweep_point("lstm", "s3", "default", True, 0.003, 1, 1.0, True),
+        ]
+    )
+    three_seeds = pd.DataFrame(
+        [
+            sweep_point("transformer", "parity", "sequential", True, 0.0003, 3, 0.995, True, seeds=3),
+            sweep_point("transformer", "parity", "sequential", True, 0.001, 1, 0.70, False, seeds=3),
+        ]
+    )
+    sweeps = {"benchmarks/sweep.csv": one_seed, "benchmarks/sweep_three.csv": three_seeds}
+    configured = {
+        ("transformer", "parity"): {
+            "block": "sequential",
+            "start_token": True,
+            "lr": 0.0003,
+            "batch_size": 32,
+        },
+        ("transformer", "dyck"): {"block": "sequential", "start_token": True, "lr": 0.0003, "batch_size": 32},
+        ("lstm", "s3"): {"block": "default", "start_token": True, "lr": 0.003, "batch_size": 32},
+    }
+    blocks = {"transformer": BLOCKS, "lstm": {"default": {}}}
+    found = config_overrides(sweeps, configured, blocks)
+    assert set(found) == {
+        "benchmarks/sweep.csv"
+    }  # the three-seed sweep's selection is what the config trains
+    parity, dyck = sorted(found["benchmarks/sweep.csv"], key=lambda entry: entry["task"], reverse=True)
+    assert parity["differs"] == {"lr": (0.001, 0.0003)}
+    assert parity["selected_by"] == ["benchmarks/sweep_three.csv"]
+    assert parity["at_config"]["validation_token_accuracy"] == 0.79
+    assert dyck["differs"] == {"block": ("parallel", "sequential"), "start_token": (False, True)}
+    assert dyck["at_config"] is None and dyck["selected_by"] == []
+
+    text = results_document(None, sweeps=sweeps, configured=configured, blocks=blocks)
+    assert "**0.998 ✓ 300 (lr 0.001)** †" in text  # the overridden selection
+    assert "**1.000 ✓ 300 (lr 0.003)** |" in text  # the LSTM trains as selected: unmarked
+    assert (
+        f"{DAGGER} `config/config.yaml` trains the Transformer on parity at lr 0.0003 (`training.overrides`), "
+        "not at the selected lr 0.001; this sweep measured 0.790 validation token accuracy there, "
+        "0 of 1 seed(s) reaching the criterion; `benchmarks/sweep_three.csv` selects that point." in text
+    )
+    assert (
+        "trains the Transformer on dyck at the sequential block, a start token (`model.options`), "
+        "not at the selected the parallel block, no start token." in text
+    )
+    assert text.count(DAGGER) == 2 + 2 * 2  # two marked cells, two notes, and each table's legend
+    unmarked = sweep_markdown(one_seed)  # without overrides nothing is marked
+    assert DAGGER not in unmarked
+
+
+def test_a_selected_block_the_config_does_not_name_is_not_compared():
+    old = pd.DataFrame([sweep_point("transformer", "parity", "default", False, 0.001, 1, 0.9, True)])
+    configured = {
+        ("transformer", "parity"): {
+            "block": "sequential",
+            "start_token": False,
+            "lr": 0.001,
+            "batch_size": 32,
+        }
+    }
+    assert config_overrides({"old.csv": old}, configured, {"transformer": BLOCKS}) == {}
+
+
+def run_tool(root: Path) -> subprocess.CompletedProcess:
+    tool = [sys.executable, str(REPO / "tools" / "readme_results.py"), "README.md"]
+    return subprocess.run(tool, cwd=root, check=True, capture_output=True, text=True)
+
+
+def test_tool_without_a_run_says_so_in_readme_and_writes_the_benchmark_sections(tmp_path):
+    (tmp_path / "README.md").write_text(f"# R\n{START}\nold\n{END}\n## Layout\n")
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "sweep.csv").write_text(
+        "arch,task,lr,batch_size,seeds,reached,steps,validation_token_accuracy,max_steps,target_accuracy,"
+        "selected,chosen\nlstm,parity,0.001,32,1,1,150.0,0.995,500,0.99,True,True\n"
+    )
+    run_tool(tmp_path)
+    readme = (tmp_path / "README.md").read_text()
+    assert "No complete run in this directory" in readme and readme.endswith(f"{END}\n## Layout\n")
+    results = (tmp_path / "docs" / "results.md").read_text()
+    assert results.startswith("# Results\n") and "No complete run in this directory" in results
+    assert "### `benchmarks/sweep.csv`" in results and "| parity | LSTM |" in results
+
+
+def test_tool_writes_the_verdicts_to_readme_and_the_full_run_to_docs_results(tmp_path):
+    logs = tmp_path / ".snakemake" / "log"
+    logs.mkdir(parents=True)
+    done = "{n} of {n} steps (100%) done\nElapsed time: {t}.5\n"
+    (logs / "2026-12-01T030000.000001.snakemake.log").write_text(done.format(n=156, t="0:42:28"))
+    (logs / "2026-12-01T040000.000001.snakemake.log").write_text(done.format(n=73, t="0:36:47"))
+    (logs / "2026-12-01T050000.000001.snakemake.log").write_text("1 of 9 steps (11%) done\n")  # failed
+    tables = tmp_path / "results" / "tables"
+    tables.mkdir(parents=True)
+    claims = (
+        "finding,verdict,reason,deciding,fragile,fragility,measured,rests_on,paper,scale\n"
+        "7,reproduced,ok,mamba s3 drop; mamba parity drop,True,inconclusive at 99%,m: +1 [+1 to +2],n = 3,p,3 seeds\n"
+    )
+    (tmp_path / "results" / "claims.csv").write_text(claims)
+    (tables / "behaviour_summary.csv").write_text(
+        "arch,task,eval_length,metric,mean,ci_low,ci_high,n_seeds\nlstm,parity,40,token_accuracy,1.0,1.0,1.0,2\n"
+    )
+    (tables / "training.csv").write_text(
+        "arch,task,seed,steps,reached,validation_token_accuracy,train_seconds,max_steps,target_accuracy,train_length\n"
+        "lstm,parity,0,150,True,0.995,30.0,500,0.99,40\n"
+    )
+    (tables / "conv1d_summary.csv").write_text(
+        "family,task,variant,difference_pp,ci_low,ci_high,n_seeds,p_value,p_holm,significant\n"
+        "mamba,s3,noconv_trained,-7.6,-8.3,-7.0,2,0.05,0.4,False\n"
+    )
+    figures = tmp_path / "results" / "figures"
+    figures.mkdir()
+    (figures / "probe_profiles.png").write_bytes(b"\x89PNG probe figure")
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# R\n{START}\nold\n{END}\n")
+    run_tool(tmp_path)
+    text, results = readme.read_text(), (tmp_path / "docs" / "results.md").read_text()
+    assert "(156 jobs, Snakemake wall time 0:42:28; then 73 jobs" in text and "2026" not in text
+    assert "| 7 | **reproduced** (fragile) | mamba s3 drop (+1 more) |" in text
+    assert "Conv1D" not in text and "training" not in text.lower()  # README holds the verdicts only
+    assert (tmp_path / "docs" / "probe_profiles.png").read_bytes() == b"\x89PNG probe figure"
+    assert "](probe_profiles.png)" in results  # relative to docs/results.md
+    assert "Run of 2026-12-01 (156 jobs, Snakemake wall time 0:42:28; then 73 jobs" in results
+    assert (
+        "| 7 | **reproduced** (fragile: inconclusive at 99%) | mamba s3 drop; mamba parity drop | ok | n = 3 |"
+        in results
+    )
+    assert "| Mamba | s3 | trained without | -7.6 [-8.3, -7.0] | 2 | 0.4 |" in results
+    assert "| parity | LSTM | 150 of 500 | 1 of 1 | 0.995 | 1.000 [1.000, 1.000] |" in results
+    assert "Hyper-parameter sweeps" not in results  # no sweep here
+    (tmp_path / "results" / "claims.csv").write_text(claims.replace("m: +1 [+1 to +2]", ""))  # 7 not measured
+    (tables / "sweep.csv").write_text(
+        "arch,task,lr,batch_size,seeds,reached,steps,validation_token_accuracy,max_steps,target_accuracy,"
+        "selected,chosen\nlstm,parity,0.001,32,1,1,150.0,0.995,500,0.99,True,True\n"
+    )
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "learnability.csv").write_text(
+        "arch,task,cap,steps_to_95,steps_to_99,best_val_accuracy,wall_s,default_val_accuracy,study_max_steps\n"
+        "lstm,parity,6000,850,,0.97,412.3,0.8,1300\n"
+    )
+    run_tool(tmp_path)
+    results = (tmp_path / "docs" / "results.md").read_text()
+    assert "Conv1D ablation" not in results
+    assert "### `results/tables/sweep.csv`" in results
+    assert "| parity | LSTM | **0.995 ✓ 150** |" in results  # a sweep table of before the blocks
+    assert "| parity | LSTM | 850 | never | 0.970 | 6000 | 412 s | 1300 |" in results
+    assert "`config/paper.yaml` trains up to 20,000 steps" in results

@@ -37,58 +37,6 @@ def test_run_costs_sums_stages_and_shares_of_training(tmp_path):
     assert "neither training nor interventions: 12.0% of training wall time" in out
 
 
-def test_readme_results_names_the_full_run_then_its_overlay_and_adds_conv1d_when_measured(tmp_path):
-    logs = tmp_path / ".snakemake" / "log"
-    logs.mkdir(parents=True)
-    done = "{n} of {n} steps (100%) done\nElapsed time: {t}.5\n"
-    (logs / "2026-12-01T030000.000001.snakemake.log").write_text(done.format(n=156, t="0:42:28"))
-    (logs / "2026-12-01T040000.000001.snakemake.log").write_text(done.format(n=73, t="0:36:47"))
-    (logs / "2026-12-01T050000.000001.snakemake.log").write_text("1 of 9 steps (11%) done\n")  # failed
-    tables = tmp_path / "results" / "tables"
-    tables.mkdir(parents=True)
-    claims = "finding,verdict,reason,measured,rests_on,paper,scale\n7,reproduced,ok,m: +1 [+1 to +2],n = 3,p,3 seeds\n"
-    (tmp_path / "results" / "claims.csv").write_text(claims)
-    (tables / "behaviour_summary.csv").write_text(
-        "arch,task,eval_length,metric,mean,ci_low,ci_high,n_seeds\nlstm,parity,40,token_accuracy,1.0,1.0,1.0,2\n"
-    )
-    (tables / "training.csv").write_text(
-        "arch,task,seed,steps,reached,validation_token_accuracy,train_seconds,max_steps,target_accuracy,train_length\n"
-        "lstm,parity,0,150,True,0.995,30.0,500,0.99,40\n"
-    )
-    (tables / "conv1d_summary.csv").write_text(
-        "family,task,variant,difference_pp,ci_low,ci_high,n_seeds,p_value,p_holm,significant\n"
-        "mamba,s3,noconv_trained,-7.6,-8.3,-7.0,2,0.05,0.4,False\n"
-    )
-    figures = tmp_path / "results" / "figures"
-    figures.mkdir()
-    (figures / "probe_profiles.png").write_bytes(b"\x89PNG probe figure")
-    readme = tmp_path / "README.md"
-    readme.write_text("# R\n<!-- results:start -->\nold\n<!-- results:end -->\n")
-    tool = [sys.executable, str(REPO / "tools" / "readme_results.py"), "README.md"]
-    subprocess.run(tool, cwd=tmp_path, check=True, capture_output=True)
-    text = readme.read_text()
-    assert "(docs/probe_profiles.png)" in text and "Hyper-parameters" not in text  # no sweep ran here
-    assert (tmp_path / "docs" / "probe_profiles.png").read_bytes() == b"\x89PNG probe figure"
-    assert "Run of 2026-12-01 (156 jobs, Snakemake wall time 0:42:28; then 73 jobs" in text
-    assert "| Mamba | s3 | trained without | -7.6 [-8.3, -7.0] | 2 | 0.4 |" in text
-    assert "| parity | LSTM | 150 of 500 | 1 of 1 | 0.995 | 1.000 [1.000, 1.000] |" in text
-    (tmp_path / "results" / "claims.csv").write_text(claims.replace("m: +1 [+1 to +2]", ""))  # 7 not measured
-    (tables / "sweep.csv").write_text(
-        "arch,task,lr,batch_size,seeds,reached,steps,validation_token_accuracy,max_steps,target_accuracy,"
-        "selected,chosen\nlstm,parity,0.001,32,1,1,150.0,0.995,500,0.99,True,True\n"
-    )
-    (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "learnability.csv").write_text(
-        "arch,task,cap,steps_to_95,steps_to_99,best_val_accuracy,wall_s,default_val_accuracy,study_max_steps\n"
-        "lstm,parity,6000,850,,0.97,412.3,0.8,1300\n"
-    )
-    subprocess.run(tool, cwd=tmp_path, check=True, capture_output=True)
-    assert "Conv1D ablation" not in readme.read_text()
-    assert "| parity | LSTM | **0.995 ✓ 150** |" in readme.read_text()  # a sweep table of before the blocks
-    assert "| parity | LSTM | 850 | never | 0.970 | 6000 | 412 s | 1300 |" in readme.read_text()
-    assert "`config/paper.yaml` trains up to 20,000 steps" in readme.read_text()
-
-
 def write_claims(results, statuses, verdict, means=None):
     """A results directory whose finding 1 has sub-claims with these statuses (and means, 0.02 unless given)."""
     results.mkdir(parents=True)

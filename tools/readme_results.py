@@ -1,15 +1,18 @@
-"""Replace README.md's results section with the latest complete run in this directory
-(claims, behaviour summary, training table, and the Conv1D summary when measured).
+"""Write README.md's verdict table and docs/results.md from the latest complete run in
+this directory (claims, behaviour summary, training table, and the Conv1D summary when
+measured), and the committed benchmark tables.
 
 The run is the Snakemake log (``.snakemake/log``) with the most jobs among those that
 finished, the newest on ties: the full run, not a later partial rerun. Complete runs
 after it (an overlay such as ``config/conv1d.yaml``, which only adds jobs) are named
-after it, since the result files include their work. The Conv1D table is included when
-the claims check measured finding 7, the sweep table when `snakemake sweep` ran here
-(else the committed benchmarks/sweep.csv, the sweep the defaults came from),
-the budget each pair needs when benchmarks/learnability.csv exists (beside the paper's
-step budget from config/paper.yaml).
-The probe figure is copied to docs/ beside the README, which links it.
+after it, since the result files include their work. docs/results.md adds the Conv1D
+table when the claims check measured finding 7; the budget each pair needs when
+benchmarks/learnability.csv exists (beside the paper's step budget from
+config/paper.yaml); and the sweeps: results/tables/sweep.csv when `snakemake sweep` ran
+here, then every committed benchmarks/sweep*.csv, each selected point marked where
+config/config.yaml trains the pair at another point. The probe figure is copied to
+docs/, which README.md and docs/results.md link. Without a complete run, README's block
+says so and docs/results.md holds the benchmark sections only.
 Usage: python tools/readme_results.py [README.md]
 """
 
@@ -21,18 +24,20 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from statelayers.report.readme import replace_section, results_section
+from statelayers.report.readme import configured_point, readme_block, replace_section, results_document
 from statelayers.report.snakemake_log import complete_run
+from statelayers.settings import model_spec, sweep_blocks, train_settings
 
 readme = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
-SWEEPS = (
-    Path("results/tables/sweep.csv"),  # `snakemake sweep`, run in this directory
-    Path("benchmarks/sweep.csv"),  # else the committed sweep the defaults came from
-)
+results_md = readme.parent / "docs" / "results.md"
+REPO_CONFIG = Path(__file__).resolve().parents[1] / "config"  # this checkout's configs
+CONFIG = Path("config/config.yaml") if Path("config/config.yaml").exists() else REPO_CONFIG / "config.yaml"
+PAPER = REPO_CONFIG / "paper.yaml"
+RUN_SWEEP = Path("results/tables/sweep.csv")  # `snakemake sweep`, run in this directory
+COMMITTED_SWEEPS = sorted(Path("benchmarks").glob("sweep*.csv"))  # the sweeps the defaults come from
 LEARNABILITY = Path("benchmarks/learnability.csv")  # `snakemake learnability`, committed
-PAPER = Path(__file__).resolve().parents[1] / "config" / "paper.yaml"  # this checkout's paper scale
 FIGURE = Path("results/figures/probe_profiles.png")
-shown = Path("docs/probe_profiles.png")  # beside the README, which results/ (git-ignored) is not
+shown = Path("docs/probe_profiles.png")  # beside the docs, which results/ (git-ignored) is not
 
 
 def read_sweep(path: Path) -> pd.DataFrame:
@@ -43,31 +48,58 @@ def read_sweep(path: Path) -> pd.DataFrame:
     return sweep.assign(**{column: value for column, value in missing.items() if column not in sweep})
 
 
+config = yaml.safe_load(CONFIG.read_text())
+sweeps = {path.as_posix(): read_sweep(path) for path in [RUN_SWEEP, *COMMITTED_SWEEPS] if path.exists()}
+pairs = {(arch, task) for sweep in sweeps.values() for arch, task in zip(sweep["arch"], sweep["task"])}
+configured = {
+    (arch, task): configured_point(
+        model_spec(config, arch, task)["options"],
+        train_settings(config, arch, task),
+        sweep_blocks(config, arch),
+    )
+    for arch, task in pairs
+}
+common = {
+    "sweeps": sweeps,
+    "learnability": pd.read_csv(LEARNABILITY) if LEARNABILITY.exists() else None,
+    "paper_steps": yaml.safe_load(PAPER.read_text())["training"]["max_steps"],
+    "configured": configured,
+    "blocks": {arch: sweep_blocks(config, arch) for arch, _ in pairs},
+    "config_name": "config/config.yaml",
+}
+
 runs = []  # (log name, jobs, elapsed), oldest first: log names start with their start time
 for log in sorted(Path(".snakemake/log").glob("*.snakemake.log")):
     found = complete_run(log.read_text(errors="ignore"))
     if found:
         runs.append((log.name, *found))
-if not runs:
-    sys.exit("no complete Snakemake run found under .snakemake/log")
+results_md.parent.mkdir(parents=True, exist_ok=True)
+if not runs or not Path("results/claims.csv").exists():
+    text = replace_section(readme.read_text(), readme_block(None))  # checks the markers first
+    results_md.write_text(results_document(None, **common))
+    readme.write_text(text)
+    print("no complete run with results/claims.csv here: README says so, docs/results.md has the benchmarks")
+    sys.exit(0)
 base = max(range(len(runs)), key=lambda i: (runs[i][1], i))
 started = datetime.strptime(runs[base][0][:17], "%Y-%m-%dT%H%M%S")
+date = started.strftime("%Y-%m-%d")
 run_time = "; then ".join(f"{jobs} jobs, Snakemake wall time {elapsed}" for _, jobs, elapsed in runs[base:])
 claims = pd.read_csv("results/claims.csv")
-conv1d_measured = claims.set_index("finding")["measured"].notna().get(7, False)
-section = results_section(
-    claims,
-    pd.read_csv("results/tables/behaviour_summary.csv"),
-    pd.read_csv("results/tables/training.csv"),
-    date=started.strftime("%Y-%m-%d"),
-    run_time=run_time,
-    conv1d_summary=pd.read_csv("results/tables/conv1d_summary.csv") if conv1d_measured else None,
-    sweep=next((read_sweep(path) for path in SWEEPS if path.exists()), None),
-    probe_figure=shown.as_posix(),
-    learnability=pd.read_csv(LEARNABILITY) if LEARNABILITY.exists() else None,
-    paper_steps=yaml.safe_load(PAPER.read_text())["training"]["max_steps"],
-)
+text = replace_section(readme.read_text(), readme_block(claims, run_time))  # checks the markers first
+conv1d_measured = "measured" in claims and claims.set_index("finding")["measured"].notna().get(7, False)
 (readme.parent / shown).parent.mkdir(parents=True, exist_ok=True)
 shutil.copyfile(FIGURE, readme.parent / shown)
-readme.write_text(replace_section(readme.read_text(), section))
-print(f"README results section from the run started {started} ({run_time})")
+results_md.write_text(
+    results_document(
+        claims,
+        pd.read_csv("results/tables/behaviour_summary.csv"),
+        pd.read_csv("results/tables/training.csv"),
+        date=date,
+        run_time=run_time,
+        conv1d_summary=pd.read_csv("results/tables/conv1d_summary.csv") if conv1d_measured else None,
+        probe_figure=shown.name,  # relative to docs/results.md
+        **common,
+    )
+)
+readme.write_text(text)
+print(f"README verdicts and docs/results.md from the run started {started} ({run_time})")

@@ -20,7 +20,7 @@ class Arch:
     family: str
     """The family it is built from and trained like (itself for the five families)."""
     display: str
-    """Its name in figures and in the README."""
+    """Its name in figures and in docs/results.md."""
     colour: str
     marker: str
     width_step: int | None = None
@@ -58,8 +58,8 @@ RNN_CELLS = {arch.name: arch.rnn_cell for arch in _ROWS if arch.rnn_cell}
 """Architectures built as stacks of single-layer torch RNNs -> the ``torch.nn`` class;
 a new one needs only its row here (and its name in the config schema's enum)."""
 TRAINING_TIME_ORDER = ("lstm", "gru", "transformer", "mamba", "mamba2")
-"""The families by training-job wall time at the default scale, shortest first (README,
-"Cost at the default scale"): the workflow starts the longest first."""
+"""The families by training-job wall time at the default scale, shortest first (docs/cost.md,
+"The default study on 2 CPU cores"): the workflow starts the longest first."""
 PRETRAINED_MODEL_TYPES = {arch.hf_model_type: arch.name for arch in _ROWS if arch.hf_model_type}
 """transformers ``model_type`` -> the architecture family it belongs to here."""
 
@@ -70,7 +70,7 @@ def base_arch(arch: str) -> str:
 
 
 def display_name(arch: str) -> str:
-    """How figures and the README name ``arch`` (a pretrained model keeps its own name)."""
+    """How figures and docs/results.md name ``arch`` (a pretrained model keeps its own name)."""
     return REGISTRY[arch].display if arch in REGISTRY else arch
 
 

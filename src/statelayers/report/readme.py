@@ -1,10 +1,18 @@
-"""The README's results section, generated from a finished run's files.
+"""README's verdict table and docs/results.md, generated from a finished run's files.
 
-The section sits between two HTML comments in README.md and is replaced as a whole,
-so it always shows one run: its date, its scale, the claims verdicts, how long each
-model trained and whether it reached the stopping criterion, the behaviour table,
-when the run measured finding 7, the Conv1D ablation table, and, when the directory
-holds a sweep table, the sweep the defaults came from, with nothing typed in by hand.
+README.md holds one generated block between two HTML comments (:data:`START`,
+:data:`END`), replaced as a whole: the run it comes from and one line per finding (its
+verdict, marked where fragile, and the first sub-claim that decides it). docs/results.md
+is generated whole: the run's date and scale, every verdict with its reason and what it
+rests on, the probe figure, how long each model trained and whether it reached the
+stopping criterion, the behaviour table, the Conv1D ablation table when the run measured
+finding 7, the budget each pair needs and the hyper-parameter sweeps the defaults come
+from. Nothing in either is typed in by hand.
+
+A sweep table marks each pair's selected point in bold; where the config trains the
+pair at another point (``training.overrides`` or ``model.options``), the selected cell
+carries a dagger and a note under the table says what the config trains instead, what the
+sweep measured there and which other sweep selects it (:func:`config_overrides`).
 """
 
 from __future__ import annotations
@@ -16,7 +24,10 @@ from statelayers.report.claims import LEARNED_ACCURACY, MARGINS, MIN_SEEDS
 from statelayers.report.stats import INTERVAL_KIND
 from statelayers.sweep import best_points, variant_names
 
-START, END = "<!-- results:start -->", "<!-- results:end -->"
+START, END = "<!-- verdicts:start -->", "<!-- verdicts:end -->"
+"""The markers around README.md's generated block."""
+DAGGER = "†"
+"""Marks a selected sweep point that the config does not train (:func:`config_overrides`)."""
 VARIANT_NAMES = {"noconv_trained": "trained without", "noconv_inference": "removed at inference"}
 
 
@@ -70,19 +81,21 @@ def training_markdown(training: pd.DataFrame, behaviour_summary: pd.DataFrame) -
     return "\n".join(lines)
 
 
-def sweep_markdown(sweep: pd.DataFrame) -> str:
+def sweep_markdown(sweep: pd.DataFrame, overridden: set[tuple[str, str]] = frozenset()) -> str:
     """Rows (task, arch) in ``sweep``'s order; a column per learning rate, or, where the
     sweep varied more than the learning rate, a column per variant (block, start token,
     batch size: :func:`statelayers.sweep.variant_names`) showing its best learning rate
     (:func:`statelayers.sweep.best_points`). A cell is the final validation token
     accuracy (mean over the sweep's seeds), then, where every seed reached the criterion,
-    a check mark and the mean steps; bold where the point is ``selected`` for the pair."""
+    a check mark and the mean steps; bold where the point is ``selected`` for the pair,
+    and followed by :data:`DAGGER` where the pair is in ``overridden`` ((arch, task) pairs
+    the config trains at another point)."""
     sweep = sweep.assign(_variant=variant_names(sweep))
     by_variant = sweep["_variant"].nunique() > 1
     column = "_variant" if by_variant else "lr"
     names = sorted(sweep[column].unique())
     if by_variant:
-        sweep = best_points(sweep, ["arch", "task", "_variant"])
+        sweep = best_points(sweep, ["arch", "task", "_variant"]).sort_index()  # rows in the given order
     header = names if by_variant else [f"lr {lr:g}" for lr in names]
     lines = ["| task | architecture | " + " | ".join(header) + " |", "| --- | --- |" + " --- |" * len(names)]
     for (task, arch), group in sweep.groupby(["task", "arch"], sort=False):
@@ -96,7 +109,9 @@ def sweep_markdown(sweep: pd.DataFrame) -> str:
             cell = f"{row['validation_token_accuracy']:.3f}"
             cell += f" ✓ {row['steps']:.0f}" if row["reached"] == row["seeds"] else ""
             cell += f" (lr {row['lr']:g})" if by_variant else ""
-            cells.append(f"**{cell}**" if row["selected"] else cell)
+            if row["selected"]:
+                cell = f"**{cell}**" + (f" {DAGGER}" if (arch, task) in overridden else "")
+            cells.append(cell)
         lines.append(f"| {task} | {display_name(arch)} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -139,112 +154,363 @@ def _escape(text: str) -> str:
     return str(text).replace("|", "\\|")
 
 
-def results_section(
-    claims: pd.DataFrame,
-    behaviour_summary: pd.DataFrame,
-    training: pd.DataFrame,
-    date: str,
-    run_time: str,
+def _split_top_level(text: str, separator: str = "; ") -> list[str]:
+    """``text`` split at ``separator`` outside parentheses."""
+    parts, depth, start, i = [], 0, 0, 0
+    while i < len(text):
+        if text[i] == "(":
+            depth += 1
+        elif text[i] == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0 and text.startswith(separator, i):
+            parts.append(text[start:i])
+            start = i + len(separator)
+            i = start
+            continue
+        i += 1
+    return [part for part in [*parts, text[start:]] if part]
+
+
+def _is_true(value: object) -> bool:
+    return str(value).strip().lower() == "true"
+
+
+def deciding_subclaims(row: pd.Series | dict) -> list[str]:
+    """The sub-claims that decide a finding's verdict: ``claims.csv``'s ``deciding`` column
+    ("; "-separated) where the run wrote one, else the items of its ``reason`` (after a
+    leading "contradicted: ", "intervals do not clear the margin: " or the like)."""
+    deciding = row.get("deciding")
+    if isinstance(deciding, str) and deciding.strip():
+        return [part.strip() for part in deciding.split("; ") if part.strip()]
+    reason = row.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        return []
+    head, colon, tail = reason.partition(": ")
+    if colon and head.startswith(("contradicted", "intervals", "unresolved", "untested")) and "(" not in head:
+        reason = tail  # "contradicted: a; b" names the sub-claims after its colon
+    return [part.strip() for part in _split_top_level(reason)]
+
+
+def verdict_markdown(claims: pd.DataFrame) -> str:
+    """One line per finding: number, verdict (``(fragile)`` where ``claims.csv`` says the
+    verdict moves within the fragile band of confidence levels) and the first sub-claim
+    that decides it, with how many more do."""
+    lines = ["| finding | verdict | decided by |", "| --- | --- | --- |"]
+    for _, row in claims.iterrows():
+        verdict = f"**{row['verdict']}**" + (" (fragile)" if _is_true(row.get("fragile")) else "")
+        deciding = deciding_subclaims(row)
+        first = (
+            deciding[0] + (f" (+{len(deciding) - 1} more)" if len(deciding) > 1 else "") if deciding else ""
+        )
+        lines.append(f"| {row['finding']} | {verdict} | {_escape(first)} |")
+    return "\n".join(lines)
+
+
+def readme_block(claims: pd.DataFrame | None, run_time: str = "") -> str:
+    """README.md's generated block: the run (its jobs and wall time, no date: README states
+    what holds, docs/results.md when the run started) and :func:`verdict_markdown`, or,
+    without a complete run (``claims`` None), what writes them."""
+    if claims is None:
+        body = [
+            "No complete run in this directory: `make run`, then `make readme-results` writes the",
+            "verdict table here and the full results to [docs/results.md](docs/results.md).",
+        ]
+    else:
+        body = [
+            f"From the last complete run here ({run_time}); its reasons, intervals and tables are",
+            "in [docs/results.md](docs/results.md).",
+            "",
+            verdict_markdown(claims),
+        ]
+    return "\n".join([START, *body, END])
+
+
+def _g(value: object) -> str:
+    return f"{float(value):g}"
+
+
+def configured_point(options: dict, training: dict, blocks: dict[str, dict]) -> dict:
+    """The sweep coordinates at which a config trains one pair, from the pair's resolved
+    model options and training settings and its family's ``sweep.blocks``: the first block
+    whose every option the pair's options share (``None`` where none does), the start
+    token, the learning rate and the batch size."""
+    block = next(
+        (
+            name
+            for name, set_options in blocks.items()
+            if all(options.get(k) == v for k, v in set_options.items())
+        ),
+        None,
+    )
+    return {
+        "block": block,
+        "start_token": bool(options.get("start_token", False)),
+        "lr": float(training["lr"]),
+        "batch_size": int(training["batch_size"]),
+    }
+
+
+def _differs(row: pd.Series, point: dict, blocks: dict[str, dict]) -> dict[str, tuple]:
+    """Setting -> (the sweep's value, the config's) where they differ. A block name the
+    config's ``sweep.blocks`` does not know is not compared."""
+    found = {}
+    if row["block"] in blocks and point["block"] != row["block"]:
+        found["block"] = (row["block"], point["block"])
+    if bool(row["start_token"]) != point["start_token"]:
+        found["start_token"] = (bool(row["start_token"]), point["start_token"])
+    if abs(float(row["lr"]) - point["lr"]) > 1e-12 * max(1.0, point["lr"]):
+        found["lr"] = (float(row["lr"]), point["lr"])
+    if int(row["batch_size"]) != point["batch_size"]:
+        found["batch_size"] = (int(row["batch_size"]), point["batch_size"])
+    return found
+
+
+def _at_point(sweep: pd.DataFrame, arch: str, task: str, point: dict) -> pd.DataFrame:
+    rows = sweep[(sweep["arch"] == arch) & (sweep["task"] == task)]
+    same = (rows["start_token"].astype(bool) == point["start_token"]) & (
+        rows["batch_size"] == point["batch_size"]
+    )
+    same &= (rows["lr"].astype(float) - point["lr"]).abs() <= 1e-12 * max(1.0, point["lr"])
+    if point["block"] is not None:
+        same &= rows["block"] == point["block"]
+    return rows[same]
+
+
+def config_overrides(
+    sweeps: dict[str, pd.DataFrame],
+    configured: dict[tuple[str, str], dict],
+    blocks: dict[str, dict[str, dict]],
+) -> dict[str, list[dict]]:
+    """Per sweep table (name -> table), every selected point the config does not train:
+    ``configured`` maps (arch, task) to :func:`configured_point`, ``blocks`` an
+    architecture to its family's ``sweep.blocks``. Each entry: arch, task, ``differs``
+    (setting -> (selected, configured)), ``at_config`` (the table's row at the config's
+    point, or None) and ``selected_by`` (the other tables whose selected point for the
+    pair is the config's)."""
+    found: dict[str, list[dict]] = {}
+    for name, sweep in sweeps.items():
+        for _, row in sweep[sweep["selected"].map(_is_true)].iterrows():
+            key = (row["arch"], row["task"])
+            if key not in configured:
+                continue
+            point = configured[key]
+            differs = _differs(row, point, blocks.get(row["arch"], {}))
+            if not differs:
+                continue
+            at_config = _at_point(sweep, *key, point)
+            selected_by = [
+                other
+                for other, table in sweeps.items()
+                if other != name
+                and not (picked := _at_point(table, *key, point)).empty
+                and _is_true(picked["selected"].iloc[0])
+            ]
+            found.setdefault(name, []).append(
+                {
+                    "arch": key[0],
+                    "task": key[1],
+                    "differs": differs,
+                    "at_config": None if at_config.empty else at_config.iloc[0],
+                    "selected_by": selected_by,
+                }
+            )
+    return found
+
+
+def _setting_words(setting: str, value: object) -> str:
+    if setting == "start_token":
+        return "a start token" if value else "no start token"
+    if setting == "block":
+        return f"the {value} block" if value else "options of no sweep block"
+    if setting == "lr":
+        return f"lr {_g(value)}"
+    return f"batch {value}"
+
+
+def override_notes(overrides: list[dict], config_name: str) -> list[str]:
+    """A line per :func:`config_overrides` entry, under the sweep table it marks."""
+    lines = []
+    for entry in overrides:
+        trained = ", ".join(_setting_words(k, v[1]) for k, v in entry["differs"].items())
+        selected = ", ".join(_setting_words(k, v[0]) for k, v in entry["differs"].items())
+        keys = [
+            f"`{key}`"
+            for key, settings in (
+                ("model.options", ("block", "start_token")),
+                ("training.overrides", ("lr", "batch_size")),
+            )
+            if set(settings) & set(entry["differs"])
+        ]
+        line = (
+            f"{DAGGER} `{config_name}` trains the {display_name(entry['arch'])} on {entry['task']} at {trained} "
+            f"({' and '.join(keys)}), not at the selected {selected}"
+        )
+        row = entry["at_config"]
+        if row is not None:
+            line += (
+                f"; this sweep measured {row['validation_token_accuracy']:.3f} validation token accuracy there, "
+                f"{int(row['reached'])} of {int(row['seeds'])} seed(s) reaching the criterion"
+            )
+        if entry["selected_by"]:
+            line += (
+                "; " + " and ".join(f"`{other}`" for other in entry["selected_by"]) + " selects that point"
+            )
+        lines.append(line + ".")
+    return lines
+
+
+def _sweep_lines(name: str, sweep: pd.DataFrame, overrides: list[dict], config_name: str) -> list[str]:
+    overridden = {(entry["arch"], entry["task"]) for entry in overrides}
+    return [
+        f"### `{name}`",
+        "",
+        f"At most {int(sweep['max_steps'].max())} steps at the smallest batch, every point on as many sequences,",
+        f"{int(sweep['seeds'].max())} seed(s) per point. Each pair's selected point is bold; {DAGGER} marks a",
+        f"selected point that `{config_name}` does not train.",
+        "",
+        sweep_markdown(sweep, overridden),
+        "",
+        *[line for note in override_notes(overrides, config_name) for line in (note, "")],
+    ]
+
+
+def _by_task(frame: pd.DataFrame) -> pd.DataFrame:
+    order = {name: i for i, name in enumerate(["parity", "s3", "dyck", "codedepth", *ARCHS])}
+    ordered = frame.sort_values(
+        ["task", "arch"], key=lambda c: c.map(order).fillna(len(order)), kind="stable"
+    )
+    return ordered.reset_index(drop=True)
+
+
+def results_document(
+    claims: pd.DataFrame | None,
+    behaviour_summary: pd.DataFrame | None = None,
+    training: pd.DataFrame | None = None,
+    date: str = "",
+    run_time: str = "",
     conv1d_summary: pd.DataFrame | None = None,
-    sweep: pd.DataFrame | None = None,
+    sweeps: dict[str, pd.DataFrame] | None = None,
     probe_figure: str | None = None,
     learnability: pd.DataFrame | None = None,
     paper_steps: int | None = None,
+    configured: dict[tuple[str, str], dict] | None = None,
+    blocks: dict[str, dict[str, dict]] | None = None,
+    config_name: str = "config/config.yaml",
 ) -> str:
-    """The whole marked section; the Conv1D table only where ``conv1d_summary`` is given,
-    the sweep the defaults came from where ``sweep`` is, the probe figure (a path
-    relative to the README) where ``probe_figure`` is, and the budget each pair needs
-    where ``learnability`` is, beside the paper's step budget ``paper_steps``."""
-    order = {name: i for i, name in enumerate(["parity", "s3", "dyck", "codedepth", *ARCHS])}
-    by_task = lambda frame: frame.sort_values(  # noqa: E731
-        ["task", "arch"], key=lambda c: c.map(order).fillna(len(order)), kind="stable"
-    )
-    summary = by_task(behaviour_summary)
-    verdicts = "\n".join(
-        f"| {row.finding} | **{row.verdict}** | {_escape(row.reason)} | {_escape(row.rests_on or '')} |"
-        for row in claims.fillna({"rests_on": ""}).itertuples()
-    )
-    margins = ", ".join(f"{name} {margin:g}" for name, margin in MARGINS.items())
-    interval_note = [
-        f"Each verdict rests on 95 % {INTERVAL_KIND} intervals over seeds (n per sub-claim in the",
-        f"last column); no sub-claim is decided from fewer than {MIN_SEEDS} seeds, and a claimed",
-        f"difference must clear its margin of practical equivalence ({margins}), fixed before",
-        "the run was looked at. `results/subclaims.csv` has every sub-claim's interval.",
+    """docs/results.md: the run's sections where ``claims`` is given (with its behaviour
+    summary and training table; the Conv1D table where ``conv1d_summary`` is, the probe
+    figure, a path relative to docs/, where ``probe_figure`` is), then the budget each pair
+    needs where ``learnability`` is (beside the paper's step budget ``paper_steps``) and
+    each sweep table of ``sweeps`` (name -> table), marked where ``configured``
+    (:func:`configured_point` per pair of ``config_name``) differs from its selection."""
+    lines = [
+        "# Results",
+        "",
+        "<!-- Generated by `make readme-results` (tools/readme_results.py); edits are overwritten. -->",
         "",
     ]
-    conv1d_lines = []
-    if conv1d_summary is not None:
-        conv1d_lines = [
-            "Conv1D ablation: token accuracy of the ablated model minus its family's, percentage",
-            "points averaged over evaluation lengths, mean over seeds [95 % Student-t CI], paired",
-            "t-test over seeds with Holm's correction (* below 0.05):",
-            "",
-            conv1d_markdown(conv1d_summary),
+    if claims is None:
+        lines += [
+            "No complete run in this directory: the verdicts, the probe profiles, the training and",
+            "the behaviour tables appear here after `make run` and `make readme-results`. The",
+            "sections below come from the committed tables under `benchmarks/`.",
             "",
         ]
-    learnability_lines = []
-    if learnability is not None:
-        learnability_lines = [
-            "The budget each pair needs (`snakemake learnability`, `benchmarks/learnability.csv`): seed 0",
-            "of each pair, its default run where that reached the criterion, else trained again with its",
-            f"settings to at most {int(learnability['cap'].max())} steps. A finding about a pair becomes",
-            f"answerable once the pair learns, at about its steps to {LEARNED_ACCURACY} (on validation here,",
-            "on test accuracy in the claims check); a finding needs its slowest pair"
-            + (f"; `config/paper.yaml` trains up to {paper_steps:,} steps:" if paper_steps else ":"),
-            "",
-            learnability_markdown(by_task(learnability)),
-            "",
-        ]
-    sweep_lines = []
-    if sweep is not None:
-        sweep_lines = [
-            f"Hyper-parameters: the sweep (`snakemake sweep`, at most {int(sweep['max_steps'].max())} steps",
-            f"at the smallest batch, every point on as many sequences, {int(sweep['seeds'].max())} seed(s) per point)",
-            "selected each pair's point (bold) from validation accuracy alone: final validation token",
-            "accuracy, with a check mark and the mean steps where every seed reached the criterion:",
-            "",
-            sweep_markdown(by_task(sweep)),
-            "",
-        ]
-    return "\n".join(
-        [
-            START,
+    else:
+        margins = ", ".join(f"{name} {margin:g}" for name, margin in MARGINS.items())
+        full = claims.fillna({"rests_on": "", "reason": ""})
+        verdicts = []
+        for _, row in full.iterrows():
+            fragile = _is_true(row.get("fragile"))
+            fragility = row.get("fragility") if isinstance(row.get("fragility"), str) else ""
+            verdict = f"**{row['verdict']}**" + (f" (fragile: {fragility})" if fragile and fragility else "")
+            verdict += " (fragile)" if fragile and not fragility else ""
+            deciding = "; ".join(deciding_subclaims(row))
+            verdicts.append(
+                f"| {row['finding']} | {verdict} | {_escape(deciding)} | {_escape(row['reason'])} "
+                f"| {_escape(row['rests_on'])} |"
+            )
+        lines += [
             f"Run of {date} ({run_time}). Scale: {claims['scale'].iloc[0]}.",
             "",
-            "| finding | verdict | reason | rests on |",
-            "| --- | --- | --- | --- |",
-            verdicts,
+            "## Verdicts",
             "",
-            *interval_note,
-            *(
-                [
-                    f"![Probe accuracy by layer and its gain over the untrained twin]({probe_figure})",
-                    "",
-                    "Probe accuracy by layer for the training label (top) and its gain over the untrained",
-                    "twin (bottom), a line per architecture, band = seed range.",
-                    "",
-                ]
-                if probe_figure
-                else []
-            ),
-            "Training: steps used until two consecutive validation checks reached the target",
-            "accuracy or until `max_steps`; the claims check counts a run as having learned its",
-            f"task when its test token accuracy at the training length is at least {LEARNED_ACCURACY}:",
+            "| finding | verdict | deciding sub-claims | reason | rests on |",
+            "| --- | --- | --- | --- | --- |",
+            *verdicts,
             "",
-            training_markdown(by_task(training), behaviour_summary),
+            f"Each verdict rests on 95 % {INTERVAL_KIND} intervals over seeds (n per sub-claim in the",
+            f"last column); no sub-claim is decided from fewer than {MIN_SEEDS} seeds, and a claimed",
+            f"difference must clear its margin of practical equivalence ({margins}), fixed in",
+            "advance. `results/claims.md` has the numbers behind every verdict,",
+            "`results/subclaims.csv` every sub-claim's interval.",
+            "",
+        ]
+        if probe_figure:
+            lines += [
+                "## Probe profiles",
+                "",
+                f"![Probe accuracy by layer and its gain over the untrained twin]({probe_figure})",
+                "",
+                "Probe accuracy by layer for the training label (top) and its gain over the untrained",
+                "twin (bottom), a line per architecture, band = seed range.",
+                "",
+            ]
+        lines += [
+            "## Training",
+            "",
+            "Steps used until two consecutive validation checks reached the target accuracy or",
+            "until `max_steps`; the claims check counts a run as having learned its task when its",
+            f"test token accuracy at the training length is at least {LEARNED_ACCURACY}:",
+            "",
+            training_markdown(_by_task(training), behaviour_summary),
+            "",
+            "## Behaviour",
             "",
             "Token accuracy by evaluation length, mean over seeds [95 % Student-t CI]:",
             "",
-            behaviour_markdown(summary),
+            behaviour_markdown(_by_task(behaviour_summary)),
             "",
-            *learnability_lines,
-            *conv1d_lines,
-            *sweep_lines,
-            "The numbers behind every verdict are in `results/claims.md`; regenerate this section",
-            "after a run with `make readme-results`.",
-            END,
         ]
-    )
+        if conv1d_summary is not None:
+            lines += [
+                "## Conv1D ablation",
+                "",
+                "Token accuracy of the ablated model minus its family's, percentage points averaged",
+                "over evaluation lengths, mean over seeds [95 % Student-t CI], paired t-test over",
+                "seeds with Holm's correction (* below 0.05):",
+                "",
+                conv1d_markdown(conv1d_summary),
+                "",
+            ]
+    if learnability is not None:
+        lines += [
+            "## The budget each pair needs",
+            "",
+            "`snakemake learnability` (`benchmarks/learnability.csv`): seed 0 of each pair, its default",
+            "run where that reached the criterion, else trained again with its settings",
+            f"to at most {int(learnability['cap'].max())} steps. A finding about a pair becomes answerable once",
+            f"the pair learns, at about its steps to {LEARNED_ACCURACY} (on validation here, on test accuracy in",
+            "the claims check); a finding needs its slowest pair"
+            + (f"; `config/paper.yaml` trains up to {paper_steps:,} steps." if paper_steps else "."),
+            "",
+            learnability_markdown(_by_task(learnability)),
+            "",
+        ]
+    if sweeps:
+        overrides = config_overrides(sweeps, configured or {}, blocks or {}) if configured else {}
+        lines += [
+            "## Hyper-parameter sweeps",
+            "",
+            "`snakemake sweep` selects each pair's point from validation accuracy alone. A cell is the",
+            "final validation token accuracy (mean over the sweep's seeds), with a check mark and the",
+            "mean steps where every seed reached the criterion; where the sweep varied more than the",
+            "learning rate, a column per variant at its best learning rate.",
+            "",
+        ]
+        for name, sweep in sweeps.items():
+            lines += _sweep_lines(name, _by_task(sweep), overrides.get(name, []), config_name)
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def replace_section(readme: str, section: str) -> str:

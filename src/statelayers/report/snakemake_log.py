@@ -1,4 +1,5 @@
-"""What a Snakemake log says about its run: the README names a run by its jobs and wall time."""
+"""What a Snakemake log says about its run: README.md and docs/results.md name a run by its jobs
+and wall time."""
 
 from __future__ import annotations
 
