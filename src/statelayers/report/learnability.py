@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 
 from statelayers.report.claims import LEARNED_ACCURACY
@@ -72,3 +73,44 @@ def with_study_budgets(
     budgets = table.apply(study_budget, axis=1, default_steps=default_steps, eval_every=eval_every)
     steps = {column: table[column].astype("Int64") for column in THRESHOLDS}  # whole steps, empty if never
     return table.assign(**steps, study_max_steps=budgets.astype(int))[TABLE_COLUMNS]
+
+
+SLOPE_WINDOW = 2000
+"""Steps over which :func:`late_slope` fits the validation curve's trend."""
+
+
+def late_slope(curve: pd.DataFrame, window: int = SLOPE_WINDOW) -> float:
+    """Validation token accuracy gained per 1 000 steps over the last ``window`` steps of a
+    pair's curve (``learnability_curves.csv`` rows: step, validation_token_accuracy): the
+    least-squares slope, so one noisy check does not set it."""
+    last = curve[curve["step"] >= curve["step"].max() - window]
+    if len(last) < 2:
+        return float("nan")
+    slope = np.polyfit(last["step"].to_numpy(float), last["validation_token_accuracy"].to_numpy(float), 1)[0]
+    return float(slope * 1000)
+
+
+def budget_outcomes(table: pd.DataFrame, curves: pd.DataFrame, steps: int) -> pd.DataFrame:
+    """For each pair of ``table`` whose run was capped at ``steps`` or more: whether seed 0
+    reached the learned threshold within ``steps`` (``reached``, at ``steps_to_95``), and
+    otherwise its best validation accuracy and :func:`late_slope`. arch, task, cap,
+    reached, steps_to_95, best_val_accuracy, slope_per_1000."""
+    rows = []
+    for row in table[table["cap"] >= steps].itertuples():
+        curve = curves[
+            (curves["arch"] == row.arch) & (curves["task"] == row.task) & (curves["cap"] == row.cap)
+        ]
+        within = curve[curve["step"] <= steps]
+        hits = within.loc[within["validation_token_accuracy"] >= LEARNED_ACCURACY, "step"]
+        rows.append(
+            {
+                "arch": row.arch,
+                "task": row.task,
+                "cap": int(row.cap),
+                "reached": bool(len(hits)),
+                "steps_to_95": int(hits.iloc[0]) if len(hits) else None,
+                "best_val_accuracy": float(within["validation_token_accuracy"].max()),
+                "slope_per_1000": late_slope(within),
+            }
+        )
+    return pd.DataFrame(rows)
