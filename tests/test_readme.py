@@ -17,6 +17,7 @@ from statelayers.report.readme import (
     configured_point,
     deciding_subclaims,
     learnability_markdown,
+    paper_budget_markdown,
     readme_block,
     replace_section,
     results_document,
@@ -500,3 +501,20 @@ def test_tool_writes_the_verdicts_to_readme_and_the_full_run_to_docs_results(tmp
     assert "| parity | LSTM | **0.995 ✓ 150** |" in results  # a sweep table of before the blocks
     assert "| parity | LSTM | 850 | never | 0.970 | 6000 | 412 s | 1300 |" in results
     assert "`config/paper.yaml` trains up to 20,000 steps" in results
+
+
+def test_the_paper_budget_note_says_where_a_pair_learns_or_its_best_and_slope():
+    outcomes = pd.DataFrame(
+        [
+            {"arch": "mamba", "task": "s3", "reached": True, "steps_to_95": 13000,
+             "best_val_accuracy": 0.97, "slope_per_1000": 0.01},
+            {"arch": "transformer", "task": "s3", "reached": False, "steps_to_95": None,
+             "best_val_accuracy": 0.612, "slope_per_1000": 0.0123},
+        ]
+    )  # fmt: skip
+    note = paper_budget_markdown(outcomes, 20000)
+    assert note.startswith("Within the paper's 20000 steps (`config/paper.yaml`; seed 0")
+    assert "Mamba on s3 reaches validation 0.95 at step 13000" in note
+    assert "Transformer on s3 does not (best validation accuracy 0.612, +0.012 per 1 000 steps" in note
+    assert paper_budget_markdown(outcomes.iloc[:0], 20000) == ""
+    assert note in readme_block(None, budget_note=note) and note in readme_block(pd.DataFrame(), "x", note)

@@ -24,7 +24,14 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from statelayers.report.readme import configured_point, readme_block, replace_section, results_document
+from statelayers.report.learnability import budget_outcomes
+from statelayers.report.readme import (
+    configured_point,
+    paper_budget_markdown,
+    readme_block,
+    replace_section,
+    results_document,
+)
 from statelayers.report.snakemake_log import complete_run
 from statelayers.settings import model_spec, sweep_blocks, train_settings
 
@@ -35,7 +42,9 @@ CONFIG = Path("config/config.yaml") if Path("config/config.yaml").exists() else 
 PAPER = REPO_CONFIG / "paper.yaml"
 RUN_SWEEP = Path("results/tables/sweep.csv")  # `snakemake sweep`, run in this directory
 COMMITTED_SWEEPS = sorted(Path("benchmarks").glob("sweep*.csv"))  # the sweeps the defaults come from
-LEARNABILITY = Path("benchmarks/learnability.csv")  # `snakemake learnability`, committed
+LEARNABILITY = sorted(  # `snakemake learnability`, committed: the default cap's table, then any longer ones
+    path for path in Path("benchmarks").glob("learnability*.csv") if not path.stem.endswith("_curves")
+)
 FIGURE = Path("results/figures/probe_profiles.png")
 shown = Path("docs/probe_profiles.png")  # beside the docs, which results/ (git-ignored) is not
 
@@ -59,10 +68,20 @@ configured = {
     )
     for arch, task in pairs
 }
+paper_steps = yaml.safe_load(PAPER.read_text())["training"]["max_steps"]
+learnability = pd.concat(map(pd.read_csv, LEARNABILITY), ignore_index=True) if LEARNABILITY else None
+curve_files = [path.with_name(f"{path.stem}_curves.csv") for path in LEARNABILITY]
+budget_note = (
+    paper_budget_markdown(
+        budget_outcomes(learnability, pd.concat(map(pd.read_csv, curve_files)), paper_steps), paper_steps
+    )
+    if LEARNABILITY and all(path.exists() for path in curve_files)
+    else ""
+)
 common = {
     "sweeps": sweeps,
-    "learnability": pd.read_csv(LEARNABILITY) if LEARNABILITY.exists() else None,
-    "paper_steps": yaml.safe_load(PAPER.read_text())["training"]["max_steps"],
+    "learnability": learnability,
+    "paper_steps": paper_steps,
     "configured": configured,
     "blocks": {arch: sweep_blocks(config, arch) for arch, _ in pairs},
     "config_name": "config/config.yaml",
@@ -75,7 +94,7 @@ for log in sorted(Path(".snakemake/log").glob("*.snakemake.log")):
         runs.append((log.name, *found))
 results_md.parent.mkdir(parents=True, exist_ok=True)
 if not runs or not Path("results/claims.csv").exists():
-    text = replace_section(readme.read_text(), readme_block(None))  # checks the markers first
+    text = replace_section(readme.read_text(), readme_block(None, budget_note=budget_note))  # checks markers
     results_md.write_text(results_document(None, **common))
     readme.write_text(text)
     print("no complete run with results/claims.csv here: README says so, docs/results.md has the benchmarks")
@@ -85,7 +104,7 @@ started = datetime.strptime(runs[base][0][:17], "%Y-%m-%dT%H%M%S")
 date = started.strftime("%Y-%m-%d")
 run_time = "; then ".join(f"{jobs} jobs, Snakemake wall time {elapsed}" for _, jobs, elapsed in runs[base:])
 claims = pd.read_csv("results/claims.csv")
-text = replace_section(readme.read_text(), readme_block(claims, run_time))  # checks the markers first
+text = replace_section(readme.read_text(), readme_block(claims, run_time, budget_note))  # checks the markers
 conv1d_measured = "measured" in claims and claims.set_index("finding")["measured"].notna().get(7, False)
 (readme.parent / shown).parent.mkdir(parents=True, exist_ok=True)
 shutil.copyfile(FIGURE, readme.parent / shown)

@@ -206,10 +206,33 @@ def verdict_markdown(claims: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
-def readme_block(claims: pd.DataFrame | None, run_time: str = "") -> str:
+def paper_budget_markdown(outcomes: pd.DataFrame, steps: int) -> str:
+    """One sentence per pair of :func:`statelayers.report.learnability.budget_outcomes`:
+    whether the paper's ``steps`` get seed 0 to the learned threshold, and if not its best
+    validation accuracy and its slope over the last 2 000 steps."""
+    if outcomes.empty:
+        return ""
+    said = []
+    for row in outcomes.itertuples():
+        pair = f"{display_name(row.arch)} on {row.task}"
+        if row.reached:
+            said.append(f"{pair} reaches validation {LEARNED_ACCURACY} at step {int(row.steps_to_95)}")
+        else:
+            said.append(
+                f"{pair} does not (best validation accuracy {row.best_val_accuracy:.3f}, "
+                f"{row.slope_per_1000:+.3f} per 1 000 steps over the last 2 000)"
+            )
+    return (
+        f"Within the paper's {steps} steps (`config/paper.yaml`; seed 0, "
+        "`benchmarks/learnability*.csv`): " + "; ".join(said) + "."
+    )
+
+
+def readme_block(claims: pd.DataFrame | None, run_time: str = "", budget_note: str = "") -> str:
     """README.md's generated block: the run (its jobs and wall time, no date: README states
     what holds, docs/results.md when the run started) and :func:`verdict_markdown`, or,
-    without a complete run (``claims`` None), what writes them."""
+    without a complete run (``claims`` None), what writes them; then ``budget_note``
+    (:func:`paper_budget_markdown`) where there is one."""
     if claims is None:
         body = [
             "No complete run in this directory: `make run`, then `make readme-results` writes the",
@@ -222,6 +245,8 @@ def readme_block(claims: pd.DataFrame | None, run_time: str = "") -> str:
             "",
             verdict_markdown(claims),
         ]
+    if budget_note:
+        body += ["", budget_note]
     return "\n".join([START, *body, END])
 
 
@@ -487,9 +512,10 @@ def results_document(
         lines += [
             "## The budget each pair needs",
             "",
-            "`snakemake learnability` (`benchmarks/learnability.csv`): seed 0 of each pair, its default",
+            "`snakemake learnability` (`benchmarks/learnability*.csv`): seed 0 of each pair, its default",
             "run where that reached the criterion, else trained again with its settings",
-            f"to at most {int(learnability['cap'].max())} steps. A finding about a pair becomes answerable once",
+            f"to at most `steps at most` ({', '.join(str(int(c)) for c in sorted(learnability['cap'].unique()))}"
+            " here). A finding about a pair becomes answerable once",
             f"the pair learns, at about its steps to {LEARNED_ACCURACY} (on validation here, on test accuracy in",
             "the claims check); a finding needs its slowest pair"
             + (f"; `config/paper.yaml` trains up to {paper_steps:,} steps." if paper_steps else "."),
