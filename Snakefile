@@ -27,6 +27,18 @@ include: "workflow/rules/sweep.smk"
 include: "workflow/rules/learnability.smk"
 
 
+onstart:
+    # Stop before any job when CUDA is asked for on a machine without an NVIDIA GPU. Local
+    # runs only: on a cluster the submitting host need not have one (jobs check again).
+    if (
+        workflow.executor_plugin is not None
+        and workflow.executor_plugin.name == "local"
+    ):
+        settings.check_devices(
+            config, PRETRAINED, has_gpu=shutil.which("nvidia-smi") is not None
+        )
+
+
 rule all:
     default_target: True
     input:

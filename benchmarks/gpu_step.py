@@ -6,13 +6,18 @@ The step is the workflow's (:func:`statelayers.training.training_step`: gradient
 clipping, AdamW from :func:`statelayers.training.make_optimizer`) with config/paper.yaml's
 training settings (batch 64) laid over config/config.yaml, on the workflow's models
 (d_model 128, 4 layers, each width matched to 830K parameters, the config's options per
-architecture) and random tokens of ``train_length`` 40 with parity's vocabulary. Rows:
-Mamba and Mamba-2 under the ``torch`` and ``cuda`` backends (:mod:`statelayers.models.backends`),
-then the Transformer, LSTM and GRU. Warm-up steps come first (the allocator, cuDNN, and
-Triton compiling Mamba-2's kernels on their first call; tools/gpu_check.sh sets
-MAMBA_DETERMINISTIC=1 so that it compiles one configuration per kernel), and
-``torch.cuda.synchronize`` brackets the timed steps. A backend that cannot run here (the
-kernels missing, or ``--device cpu``) is reported and the other rows are still timed.
+architecture) and random tokens of ``train_length`` 40 with parity's vocabulary, drawn
+on the host as the jobs' batches are (the step copies them over from pinned memory).
+Rows: Mamba and Mamba-2 under the ``torch`` and ``cuda`` backends
+(:mod:`statelayers.models.backends`), then the Transformer, LSTM and GRU. Warm-up steps
+come first (the allocator, cuDNN, and Triton compiling Mamba-2's kernels on their first
+call, one configuration per kernel under the jobs' ``MAMBA_DETERMINISTIC=1``, see
+:data:`statelayers.runtime.KERNEL_ENVIRONMENT`), and ``torch.cuda.synchronize`` brackets
+the timed steps. tools/gpu_check.sh runs this before gpu_throughput.py, so that Triton's
+cache holds the study's kernels before 16 processes start. A backend that cannot run
+here (the kernels missing, or ``--device cpu``) is reported as unavailable and the
+other rows are still timed; a row that raises is reported as failed, the other rows are
+still timed, and the exit status is 1 (also when no row was timed at all).
 
 Paper scale: every architecture of config/paper.yaml trains ``tasks x seeds`` jobs of
 at most ``training.max_steps`` steps (a ``*_noconv`` twin at its family's speed); their
@@ -28,6 +33,7 @@ import argparse
 import csv
 import dataclasses
 import os
+import sys
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -101,8 +107,8 @@ def step_seconds(
     settings = train_config(config)
     optimizer = make_optimizer(model, settings, device)
     shape = (settings.batch_size * settings.grad_accumulation, config["train_length"])
-    tokens = torch.randint(0, model.spec.vocab_size, shape, device=device)
-    labels = torch.randint(0, model.spec.num_classes, shape, device=device)
+    tokens = torch.randint(0, model.spec.vocab_size, shape)  # on the host, as a job's batches
+    labels = torch.randint(0, model.spec.num_classes, shape)
 
     def step() -> None:  # statelayers.training.train's step, without the schedule
         training_step(model, optimizer, tokens, labels, settings, device)
@@ -129,13 +135,32 @@ def paper_hours(config: Mapping, seconds_per_step: Mapping[str, float]) -> float
     return total / 3600
 
 
-def main() -> None:
+def measure_row(
+    arch: str, backend: str | None, config: Mapping, device: torch.device, steps: int, warmup: int
+) -> dict:
+    """One row: the parameter count and step time of ``arch`` under ``backend``, with its
+    status: ``ok``, ``unavailable: ...`` (the backend cannot run here) or ``failed: ...``."""
+    row = {"arch": arch, "backend": backend or "", "params": "", "ms_per_step": "", "steps_per_s": ""}
+    try:
+        if backend:
+            resolve_backend(backend, device)
+    except RuntimeError as error:
+        return row | {"status": f"unavailable: {error}"}
+    try:
+        params, seconds = step_seconds(arch, backend, config, device, steps, warmup)
+    except Exception as error:  # one broken row must not hide the others' timings
+        return row | {"status": f"failed: {type(error).__name__}: {error}"}
+    return row | {"params": params, "ms_per_step": seconds * 1e3, "steps_per_s": 1 / seconds, "status": "ok"}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Time every row; exit status 1 if a row failed or none was timed, else 0."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda, or cpu to try the script without a GPU")
     parser.add_argument("--steps", type=int, default=30, help="timed steps per row")
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps before them")
     parser.add_argument("--csv", type=Path, help="also write the rows here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     device = torch.device(args.device)
     config = paper_config()
     settings = train_config(config)
@@ -148,24 +173,7 @@ def main() -> None:
     )
     rows = []
     for arch, backend in ROWS:
-        row = {"arch": arch, "backend": backend or "", "params": "", "ms_per_step": "", "steps_per_s": ""}
-        try:
-            if backend:
-                resolve_backend(backend, device)
-        except RuntimeError as error:
-            row["status"] = f"unavailable: {error}"
-        else:
-            try:
-                params, seconds = step_seconds(arch, backend, config, device, args.steps, args.warmup)
-            except Exception as error:  # one broken row must not hide the others' timings
-                row["status"] = f"failed: {type(error).__name__}: {error}"
-            else:
-                row |= {
-                    "params": params,
-                    "ms_per_step": seconds * 1e3,
-                    "steps_per_s": 1 / seconds,
-                    "status": "ok",
-                }
+        row = measure_row(arch, backend, config, device, args.steps, args.warmup)
         rows.append(row)
         timed = row["status"] == "ok"
         figures = f"{row['params']:>9,} {row['ms_per_step']:9.2f} {row['steps_per_s']:9.1f}" if timed else ""
@@ -192,7 +200,12 @@ def main() -> None:
             print(f"  {paper_hours(config, by_family):.1f} h on one GPU with Mamba and Mamba-2 on {backend}")
         except KeyError as missing:
             print(f"  Mamba and Mamba-2 on {backend}: not estimated, {missing.args[0]} was not timed")
+    failed = [f"{r['arch']} {r['backend']}".strip() for r in rows if r["status"].startswith("failed")]
+    if failed or not seconds:
+        print(f"FAILED: {', '.join(failed) or 'no row was timed'}", file=sys.stderr)
+        return 1
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

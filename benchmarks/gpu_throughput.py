@@ -31,6 +31,12 @@ time (:func:`gpu_step.paper_hours`). An upper bound in steps, since a run that r
 the criterion stops early; it leaves out validation checks, evaluation, probes and the
 pretrained stage, and it counts K jobs running all the time, to the end. The best K is
 the one with the fewest hours. ``--csv`` writes a row per K, rewritten after each K.
+
+A process that raises (or dies) ends the benchmark: its traceback is printed, the other
+processes are stopped, the rows measured so far stay in the CSV, and the exit status is
+1, so a check that runs this cannot read a broken benchmark as a result. Each process
+compiles the Triton kernels it has not found in Triton's cache (tools/gpu_check.sh runs
+gpu_step.py first, in one process, to fill it).
 """
 
 from __future__ import annotations
@@ -40,7 +46,9 @@ import csv
 import multiprocessing
 import os
 import resource
+import sys
 import time
+import traceback
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -111,26 +119,68 @@ def window(trainees: Sequence[Trainee], offset: int, seconds: float, block: int)
     return {"steps": steps, "spent": spent, "elapsed": time.perf_counter() - start, **memory}
 
 
+class WorkerFailed(RuntimeError):
+    """A benchmark process raised or died; the message says which and why."""
+
+
 def work(
     index: int, connection: Connection, device: str, threads: int, families: list[str], warmup: int
 ) -> None:
     """A benchmark process: build the models, warm them up, report the device and the
     models' Mamba backends, then run a timed :func:`window` for each ``(start time,
-    seconds, block)`` received, until ``None``."""
-    runtime.start(threads=threads)
-    resolved = torch.device(device)
-    config = paper_config()
-    trainees = [Trainee.build(family, config, resolved, seed=index) for family in families]
-    for trainee in trainees:
-        for _ in range(warmup):
-            trainee.step()
-    synchronize(resolved)
-    name = torch.cuda.get_device_name(resolved) if resolved.type == "cuda" else "CPU"
-    connection.send((name, {t.family: t.model.backend for t in trainees}))
-    while (order := connection.recv()) is not None:
-        start_at, seconds, block = order
-        time.sleep(max(0.0, start_at - time.time()))
-        connection.send(window(trainees, index, seconds, block))
+    seconds, block)`` received, until ``None``. Every message is ``("ok", payload)``, or
+    ``("failed", traceback)`` once, after which the process ends."""
+    try:
+        runtime.start(threads=threads)
+        resolved = torch.device(device)
+        config = paper_config()
+        trainees = [Trainee.build(family, config, resolved, seed=index) for family in families]
+        for trainee in trainees:
+            for _ in range(warmup):
+                trainee.step()
+        synchronize(resolved)
+        name = torch.cuda.get_device_name(resolved) if resolved.type == "cuda" else "CPU"
+        connection.send(("ok", (name, {t.family: t.model.backend for t in trainees})))
+        while True:
+            try:
+                order = connection.recv()
+            except EOFError:  # the main process has gone: nothing to report to
+                return
+            if order is None:
+                return
+            start_at, seconds, block = order
+            time.sleep(max(0.0, start_at - time.time()))
+            connection.send(("ok", window(trainees, index, seconds, block)))
+    except BaseException:
+        try:
+            connection.send(("failed", traceback.format_exc()))
+        except OSError:  # the main process has gone
+            pass
+
+
+def receive(index: int, connection: Connection):
+    """Process ``index``'s next payload; :class:`WorkerFailed` if it raised or died."""
+    try:
+        status, payload = connection.recv()
+    except EOFError:
+        raise WorkerFailed(f"process {index} died without a word (killed, or out of memory?)") from None
+    if status != "ok":
+        raise WorkerFailed(f"process {index} failed:\n{payload}")
+    return payload
+
+
+def stop(connections: list[Connection], processes: list) -> None:
+    """End every process: ``None`` to those still listening, then terminate stragglers."""
+    for connection in connections:
+        try:
+            connection.send(None)
+        except (BrokenPipeError, OSError):
+            pass
+    for process in processes:
+        process.join(timeout=10)
+        if process.is_alive():
+            process.terminate()
+            process.join()
 
 
 def summary(k: int, results: list[dict], config: Mapping, families: list[str], workers: int) -> dict:
@@ -163,7 +213,8 @@ def write_csv(rows: list[dict], path: Path) -> None:
         writer.writerows(rows)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    """Measure every K; exit status 1 if a process failed (or no K fits the cores), else 0."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cuda", help="cuda, or cpu to try the script without a GPU")
     parser.add_argument("--ks", type=int, nargs="+", default=list(KS), help="processes at once")
@@ -173,7 +224,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=int, default=3, help="untimed steps per family first")
     parser.add_argument("--families", nargs="+", help="a subset of the paper's architecture families")
     parser.add_argument("--csv", type=Path, help="also write the rows here")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     config = paper_config()
     families = args.families or list(dict.fromkeys(base_arch(a) for a in config["architectures"]))
     cores = len(os.sched_getaffinity(0))
@@ -186,6 +237,11 @@ def main() -> None:
         f"{config['train_length']}; {args.seconds} s per K, {args.block}-step blocks",
         flush=True,
     )
+    if not ks:
+        print(
+            f"FAILED: no K of {args.ks} fits {cores} cores at {args.threads} thread(s) each", file=sys.stderr
+        )
+        return 1
     context = multiprocessing.get_context("spawn")  # CUDA cannot be used in a forked process;
     # this one never initialises CUDA, so the device holds the workers' contexts alone
     connections, processes = [], []
@@ -198,29 +254,33 @@ def main() -> None:
         theirs.close()  # a worker that dies leaves EOF here, not a hang
         connections.append(mine)
         processes.append(process)
-    name, backends = [connection.recv() for connection in connections][0]
-    print(
-        f"{name}; families (Mamba backend): "
-        + ", ".join(f"{f} ({b})" if b else f for f, b in backends.items())
-    )
-    header = f"{'K':>3s} {'steps/s':>9s} {'ms/step':>8s} " + " ".join(f"{f:>11s}" for f in families)
-    print(header + f" {'hours':>7s}", flush=True)
     rows = []
-    for k in ks:
-        start_at = time.time() + 0.5
-        for connection in connections[:k]:
-            connection.send((start_at, args.seconds, args.block))
-        row = summary(k, [c.recv() for c in connections[:k]], config, families, len(connections))
-        rows.append(row)
-        if args.csv:
-            write_csv(rows, args.csv)
-        per_family = "".join(f" {row[f'ms_{f}']:11.2f}" for f in families)
-        rates = f"{row['steps_per_s']:9.1f} {row['ms_per_step']:8.2f}"
-        print(f"{k:3d} {rates}{per_family} {row['paper_hours']:7.2f}", flush=True)
-    for connection in connections:
-        connection.send(None)
-    for process in processes:
-        process.join()
+    try:
+        name, backends = [receive(i, connection) for i, connection in enumerate(connections)][0]
+        print(
+            f"{name}; families (Mamba backend): "
+            + ", ".join(f"{f} ({b})" if b else f for f, b in backends.items())
+        )
+        header = f"{'K':>3s} {'steps/s':>9s} {'ms/step':>8s} " + " ".join(f"{f:>11s}" for f in families)
+        print(header + f" {'hours':>7s}", flush=True)
+        for k in ks:
+            start_at = time.time() + 0.5
+            for connection in connections[:k]:
+                connection.send((start_at, args.seconds, args.block))
+            results = [receive(i, c) for i, c in enumerate(connections[:k])]
+            row = summary(k, results, config, families, len(connections))
+            rows.append(row)
+            if args.csv:
+                write_csv(rows, args.csv)
+            per_family = "".join(f" {row[f'ms_{f}']:11.2f}" for f in families)
+            rates = f"{row['steps_per_s']:9.1f} {row['ms_per_step']:8.2f}"
+            print(f"{k:3d} {rates}{per_family} {row['paper_hours']:7.2f}", flush=True)
+    except WorkerFailed as failure:
+        measured = f"K = {[row['k'] for row in rows]} measured" if rows else "no K measured"
+        print(f"FAILED ({measured}): {failure}", file=sys.stderr)
+        return 1
+    finally:
+        stop(connections, processes)
     best = min(rows, key=lambda row: row["paper_hours"])
     archs = sum(base_arch(a) in families for a in config["architectures"])
     jobs, steps = archs * len(config["tasks"]) * len(config["seeds"]), config["training"]["max_steps"]
@@ -230,7 +290,8 @@ def main() -> None:
         f"{best['paper_hours']:.2f} h on this device at K = {best['k']} (upper bound: runs that reach the "
         f"criterion stop early); at K = {rows[0]['k']}: {rows[0]['paper_hours']:.2f} h"
     )
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

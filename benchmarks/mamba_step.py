@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import subprocess
 import sys
@@ -85,7 +86,9 @@ def make_step(arch: str, scan: str, batch: int = 64, length: int = 40):
     ).train()
     if scan == "scan-free":  # after build_model, which points the scan at the backend's
         modeling_mamba.mamba_selective_scan = scan_free
-    config = TrainConfig(batch_size=batch)
+    training = yaml.safe_load(CONFIG.read_text())["training"]  # TrainConfig has no defaults
+    names = {field.name for field in dataclasses.fields(TrainConfig)}
+    config = TrainConfig(**{key: training[key] for key in names} | {"batch_size": batch})
     optimizer = make_optimizer(model, config, torch.device("cpu"))
     tokens = torch.randint(0, spec.vocab_size, (batch, length))
     labels = torch.randint(0, spec.num_classes, (batch, length))

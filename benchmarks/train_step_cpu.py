@@ -47,14 +47,17 @@ job = json.loads(sys.argv[1])
 sys.path.insert(0, job["src"])
 import statelayers
 assert statelayers.__file__.startswith(job["src"]), statelayers.__file__
-from statelayers import runtime
-from statelayers.training import train_checkpoint
+from statelayers import runtime, training
 runtime.start(None, job["threads"])
-train_checkpoint(
-    job["spec"], job["training"], seed=job["seed"], device="cpu", mamba=job["mamba"],
-    data_seed=job["data_seed"], train_length=job["train_length"],
-    validation_path=job["validation"], out_dir=job["out"], history_path=job["out"] + "/train_log.csv",
+run = dict(
+    spec=job["spec"], training=job["training"], seed=job["seed"], device="cpu", mamba=job["mamba"],
+    data_seed=job["data_seed"], train_length=job["train_length"], validation_path=job["validation"],
 )
+out = dict(out_dir=job["out"], history_path=job["out"] + "/train_log.csv")
+if hasattr(training, "RunInputs"):  # a run's inputs as one dataclass
+    training.train_checkpoint(training.RunInputs(**run, corpus_path=None), **out)
+else:  # revisions before it: the inputs as arguments
+    training.train_checkpoint(run.pop("spec"), run.pop("training"), **run, **out)
 """
 
 

@@ -4,22 +4,32 @@ The CUDA half runs only where a GPU and mamba-ssm + causal-conv1d are present
 (``tools/gpu_check.sh`` installs the extra and runs it); elsewhere it is skipped.
 Tolerances (float32): logits, states and loss within 1e-3 absolute + relative,
 gradients within 1e-2: the kernels sum in another order and fuse the backward pass.
+
+On CPU, stand-ins for the kernels check what the ``cuda`` backend does around them: the
+input layout causal-conv1d accepts (:func:`statelayers.models.backends.kernel_layout`),
+and whether transformers bound the kernels at all (``kernels_importable``).
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import os
+import subprocess
+import sys
 
 import pytest
 import torch
 from transformers.models.mamba import modeling_mamba
 from transformers.models.mamba2 import modeling_mamba2
 
+from statelayers.models import backends
 from statelayers.models.backends import (
     KERNEL_FUNCTIONS,
     KERNEL_PACKAGES,
     implementation,
+    kernel_layout,
+    kernel_strides,
     kernels_importable,
     use_backend,
 )
@@ -126,3 +136,149 @@ def test_both_backends_give_the_same_numbers(arch, mode):
     for name, grad in reference[3].items():
         torch.testing.assert_close(kernels[3][name], grad, rtol=1e-2, atol=1e-2, msg=name)
     use_backend("torch")
+
+
+REFERENCE_CONV = inspect.unwrap(modeling_mamba2.causal_conv1d_fn)
+
+
+def stand_in_kernel(calls: list | None = None):
+    """causal-conv1d's ``causal_conv1d_fn`` on CPU: the layout checks of its CUDA forward
+    (csrc/causal_conv1d.cpp), then transformers' PyTorch convolution."""
+
+    def causal_conv1d_fn(x, weight, bias=None, activation=None, **kwargs):
+        assert x.stride(2) == 1 or x.stride(1) == 1
+        if x.stride(1) == 1 and x.stride(2) > 1:  # channel-last
+            assert x.shape[1] % 8 == 0, "causal_conv1d only supports channel dimension divisible by 8"
+            assert x.stride(2) % 8 == 0 and x.stride(0) % 8 == 0, (
+                "causal_conv1d with channel last layout requires strides (x.stride(0) and x.stride(2)) "
+                f"to be multiples of 8, got {x.stride()}"
+            )
+        if calls is not None:
+            calls.append(x.stride())
+        return REFERENCE_CONV(x, weight, bias, activation)
+
+    causal_conv1d_fn.__module__ = "causal_conv1d.causal_conv1d_interface"
+    return causal_conv1d_fn
+
+
+def channel_last(width: int, start: int, channels: int, batch: int = 3, length: int = 7) -> torch.Tensor:
+    """``(batch, channels, length)``: channels ``start:start + channels`` of a ``(batch,
+    length, width)`` projection, transposed, the view transformers hands the convolution."""
+    projected = torch.randn(batch, length, width)
+    return projected[..., start : start + channels].transpose(1, 2)
+
+
+@pytest.mark.parametrize(
+    "x, copied",
+    [
+        (channel_last(84, 32, 48), True),  # Mamba-2 at d_model 16, expand 2: width 84
+        (channel_last(908, 384, 512), True),  # expand 3 at the study's d_model 128, state 64, head_dim 32
+        (channel_last(30, 6, 12), True),  # channels not a multiple of 8: channels-first
+        (channel_last(1168, 512, 640), False),  # the study's expand 4: width 1168
+        (torch.randn(3, 48, 7), False),  # channels-first
+        (channel_last(84, 32, 48, length=1), True),
+    ],
+)
+def test_the_convolutions_input_gets_strides_the_kernel_accepts_and_the_same_result(x, copied):
+    weight, bias = torch.randn(x.shape[1], 4), torch.randn(x.shape[1])
+    kernel = stand_in_kernel()
+    if copied:
+        with pytest.raises(AssertionError, match="causal_conv1d"):
+            kernel(x, weight, bias, "silu")
+    laid_out = kernel_layout(x)
+    assert (laid_out is not x) is copied
+    torch.testing.assert_close(laid_out, x, rtol=0, atol=0)
+    torch.testing.assert_close(
+        kernel_strides(kernel)(x, weight, bias, activation="silu"),
+        REFERENCE_CONV(x, weight, bias, "silu"),
+        rtol=1e-6,
+        atol=1e-6,  # F.conv1d may sum in another order for another layout
+    )
+
+
+def bound(package: str):
+    """What transformers binds when ``package`` imports: a wrapper closing over its function."""
+
+    def kernel(*args, **kwargs):
+        return None
+
+    kernel.__module__ = f"{package}.ops.stand_in"
+
+    def wrapped(*args, **kwargs):
+        return kernel(*args, **kwargs)
+
+    wrapped.__module__ = modeling_mamba2.__name__
+    return wrapped
+
+
+def test_kernels_count_as_importable_only_where_transformers_bound_every_function(monkeypatch):
+    assert not kernels_importable()  # this machine: transformers' PyTorch references
+    key = (modeling_mamba2.__name__, "mamba2_chunk_scan")
+    fallback = backends._RESOLVED[key]
+    for module_name, name in backends._RESOLVED:
+        package = "causal_conv1d" if "causal_conv1d" in name else "mamba_ssm"
+        monkeypatch.setitem(backends._RESOLVED, (module_name, name), bound(package))
+    assert kernels_importable()
+    assert implementation(kernel_strides(bound("causal_conv1d"))) == "causal_conv1d"  # through the layout
+    monkeypatch.setattr(modeling_mamba, "is_fast_path_available", False, raising=False)
+    assert not kernels_importable()  # a transformers that says so
+    monkeypatch.delattr(modeling_mamba, "is_fast_path_available")
+    monkeypatch.setitem(backends._RESOLVED, key, fallback)
+    assert not kernels_importable()  # one function fell back to PyTorch
+
+
+@pytest.mark.parametrize("mode", ["eval", "train"])
+def test_the_cuda_backend_lays_out_mamba2s_convolution_input_for_the_kernel(monkeypatch, mode):
+    """Mamba-2 at d_model 16 and state 16 (input projection width 100) under a ``cuda``
+    backend whose causal-conv1d is the stand-in: the forward and backward pass run through
+    it (in training too, here, since the fused kernel is transformers' PyTorch stand-in,
+    which hands over to the unfused path)."""
+    calls = []
+    key = (modeling_mamba2.__name__, "causal_conv1d_fn")
+    monkeypatch.setitem(backends._RESOLVED, key, stand_in_kernel(calls))
+    monkeypatch.setattr(backends, "resolve_backend", lambda backend, device="cpu": "cuda")
+    try:
+        torch.manual_seed(0)
+        spec = ModelSpec("mamba2", 6, 4, d_model=16, n_layers=2, options=OPTIONS["mamba2"])
+        model = getattr(build_model(spec, {"backend": "cuda"}), mode)()
+        assert model.backend == "cuda" and implementation(modeling_mamba2.causal_conv1d_fn) == "causal_conv1d"
+        tokens = torch.randint(0, 6, (3, 9))
+        kernels = model(tokens)
+        kernels.logsumexp(-1).mean().backward()
+        assert len(calls) == 2  # a block each
+    finally:
+        monkeypatch.undo()
+        use_backend("torch")
+    if mode == "eval":
+        torch.testing.assert_close(kernels, model(tokens), rtol=1e-5, atol=1e-5)
+
+
+KERNEL_SETTINGS = """import os
+from statelayers import runtime
+runtime.start()
+started = os.environ.get("MAMBA_DETERMINISTIC")
+del os.environ["MAMBA_DETERMINISTIC"]
+from statelayers.models import backends
+print(started, os.environ.get("MAMBA_DETERMINISTIC"))
+"""
+
+
+@pytest.mark.parametrize("preset", [None, "0"])
+def test_jobs_and_the_backends_module_run_the_kernels_deterministically_unless_told_otherwise(preset):
+    """``runtime.start`` (every job) and importing the backends (the tests, the benchmarks)
+    set ``MAMBA_DETERMINISTIC=1``, as tools/gpu_check.sh does, before mamba-ssm is imported;
+    a value already in the environment stays."""
+    env = {k: v for k, v in os.environ.items() if k != "MAMBA_DETERMINISTIC"}
+    if preset is not None:
+        env["MAMBA_DETERMINISTIC"] = preset
+    code = (
+        KERNEL_SETTINGS
+        if preset is None
+        else KERNEL_SETTINGS.replace('del os.environ["MAMBA_DETERMINISTIC"]', "")
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    expected = preset or "1"
+    assert result.stdout.split() == [expected, expected]

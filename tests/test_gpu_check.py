@@ -1,7 +1,8 @@
-"""The GPU check's CPU side (issues 21 and 27): the prepare step, the sm_90 patch of the
-upstream setup.py files, the paper-scale estimates (one job at a time, and K at once),
-and tools/gpu_check.sh's control flow in dry runs where the packages the GPU machine
-lacks cannot be imported; the dry run runs the throughput benchmark at K = 1 and 2.
+"""The GPU check's CPU side (issues 21, 27 and 38): the prepare step, the sm_90 patch of
+the upstream setup.py files, the paper-scale estimates (one job at a time, and K at once),
+the benchmarks' exit status when their rows fail, and tools/gpu_check.sh's control flow
+and deadline in dry runs where the packages the GPU machine lacks cannot be imported; the
+dry run runs the throughput benchmark at K = 1 and 2.
 
 The upstream tarballs are not part of the repository: the tests on the real sources run
 where tools/gpu_prepare.sh has filled .gpu/sources; the others use small stand-ins made
@@ -232,17 +233,31 @@ def test_the_estimate_at_k_divides_the_jobs_steps_by_k_at_each_familys_step_time
     assert row["rss_mib"] == 9 and "gpu_reserved_mib" not in row
 
 
-def test_the_checks_step_limits_on_the_gpu_machine_add_up_to_nine_minutes():
+def test_the_checks_deadline_and_every_step_limit_fit_in_nine_minutes():
+    """Every command runs under ``limited``, which cuts its limit to the time left before
+    the deadline; a stopped command may take 5 s more to die (``timeout --kill-after=5``)."""
     text = (REPO / "tools" / "gpu_check.sh").read_text()
     limits = {name: int(value) for name, value in re.findall(r"^(LIMIT_\w+)=(\d+)", text, re.MULTILINE)}
-    tools = len(re.findall(r'limited "\$LIMIT_TOOL"', text))  # nvidia-smi, nvcc, ninja
-    assert tools == 3 and set(limits) >= {"LIMIT_BUILD", "LIMIT_THROUGHPUT", "LIMIT_BENCHMARK"}
-    assert sum(limits.values()) + (tools - 1) * limits["LIMIT_TOOL"] == 540
+    [deadline] = map(int, re.findall(r"^DEADLINE=\$\{GPU_CHECK_DEADLINE:-(\d+)\}", text, re.MULTILINE))
+    assert set(limits) >= {
+        "LIMIT_BUILD",
+        "LIMIT_TESTS",
+        "LIMIT_BENCHMARK",
+        "LIMIT_THROUGHPUT",
+        "LIMIT_PROFILE",
+    }
+    assert max(limits.values()) <= deadline and deadline + 5 + 10 <= 540  # 10 s for the bookkeeping
+    assert "timeout --kill-after=5" in text
+    commands = re.findall(r'^\s*(?:step \S+ )?limited "\$(LIMIT_\w+)"', text, re.MULTILINE)
+    assert len(commands) >= 9  # the tools, python, sources, build, kernels, tests, benchmarks, profile
 
 
-def dry_run(tmp_path: Path, sources: Path, python: str = sys.executable) -> tuple[int, dict[str, str], Path]:
-    """Run ``tools/gpu_check.sh --dry-run`` with the GPU machine's missing packages blocked;
-    return its exit status, the status of each step and its output directory."""
+def dry_run(
+    tmp_path: Path, sources: Path, python: str = sys.executable, deadline: int | None = None
+) -> tuple[int, dict[str, str], Path]:
+    """Run ``tools/gpu_check.sh --dry-run`` with the GPU machine's missing packages blocked
+    (and ``deadline`` seconds, if given); return its exit status, the status of each step
+    and its output directory."""
     blocker = tmp_path / "blocker"
     blocker.mkdir()
     (blocker / "sitecustomize.py").write_text(BLOCKER)
@@ -254,6 +269,7 @@ def dry_run(tmp_path: Path, sources: Path, python: str = sys.executable) -> tupl
         "GPU_SOURCES": str(sources),
         "GPU_BUILD": str(tmp_path / "build"),
         "PYTHONPATH": str(blocker),
+        **({"GPU_CHECK_DEADLINE": str(deadline)} if deadline else {}),
     }
     blocked = subprocess.run([python, "-c", "import datasets"], env=env, capture_output=True, text=True)
     assert "not on the GPU machine" in blocked.stderr  # the blocker is in force
@@ -281,6 +297,7 @@ def test_a_dry_run_builds_nothing_and_runs_every_other_step_without_the_missing_
         "tests": "ok",
         "throughput": "ok",
         "benchmark": "ok",
+        "profile": "skipped: no snakemake",  # as on the GPU machine
         "total": "0 step(s) failed",
     }
     for package in gpu_sources.PACKAGES:
@@ -323,6 +340,58 @@ def test_a_dry_run_without_sources_fails_those_steps_and_still_runs_the_tests_an
     assert "run tools/gpu_prepare.sh DIR" in (out / "sources.log").read_text()
     assert steps["no-kernels"] == steps["tests"] == steps["throughput"] == steps["benchmark"] == "ok"
     assert steps["total"] == "2 step(s) failed"
+
+
+def test_at_the_deadline_the_running_step_is_stopped_and_the_later_ones_fail_at_once(tmp_path):
+    deadline = 25  # the checks of the machine, the sources and the imports fit; the benchmarks do not
+    status, steps, out = dry_run(tmp_path, stand_in_sources(tmp_path), deadline=deadline)
+    assert status == 1
+    order = [line.split()[0] for line in (out / "summary.txt").read_text().splitlines()]
+    assert order[-2:] == ["profile", "total"] and steps["profile"] == "skipped: no snakemake"
+    total = int(re.search(r"^total\s.*?(\d+) s$", (out / "summary.txt").read_text(), re.MULTILINE).group(1))
+    assert total <= deadline + 5 + 3  # the kill's grace period, and the bookkeeping
+    stopped = [name for name in order if steps[name] == "FAILED (timed out)"]
+    assert stopped and stopped == order[order.index(stopped[0]) : -2]  # the one stopped, and all after it
+    assert "throughput" in stopped
+    for name in stopped[1:]:
+        assert f"no time left before the {deadline} s deadline" in (out / f"{name}.log").read_text()
+    assert steps["total"] == f"{len(stopped)} step(s) failed"
+
+
+def raising(*args, **kwargs):
+    raise RuntimeError("pin_memory on a CUDA tensor")
+
+
+def test_the_step_benchmark_exits_nonzero_when_every_row_fails(monkeypatch, tmp_path, capsys):
+    monkeypatch.setattr(gpu_step, "step_seconds", raising)
+    assert gpu_step.main(["--device", "cpu", "--csv", str(tmp_path / "rows.csv")]) == 1
+    rows = list(csv.DictReader((tmp_path / "rows.csv").open()))
+    assert all(row["status"].startswith(("failed: RuntimeError", "unavailable")) for row in rows)
+    assert capsys.readouterr().err.strip() == "FAILED: mamba torch, mamba2 torch, transformer, lstm, gru"
+
+
+def test_the_step_benchmark_exits_nonzero_when_one_row_fails_and_times_the_others(monkeypatch, capsys):
+    def step_seconds(arch, backend, *args):
+        if arch == "lstm":
+            raise RuntimeError("cuDNN")
+        return 1000, 0.01
+
+    monkeypatch.setattr(gpu_step, "step_seconds", step_seconds)
+    assert gpu_step.main(["--device", "cpu"]) == 1
+    out, err = capsys.readouterr()
+    assert "failed: RuntimeError: cuDNN" in out and "h on one GPU with Mamba and Mamba-2 on torch" not in out
+    assert err.strip() == "FAILED: lstm"
+    monkeypatch.setattr(gpu_step, "step_seconds", lambda *args: (1000, 0.01))
+    assert gpu_step.main(["--device", "cpu"]) == 0  # the cuda rows are unavailable here, not failed
+
+
+def test_the_throughput_benchmark_exits_nonzero_when_its_processes_fail(tmp_path, capsys):
+    """Every process fails building its models (a family that does not exist): the benchmark
+    stops them all and says why, with exit status 1, rather than hanging or reporting."""
+    arguments = ["--device", "cpu", "--ks", "1", "--seconds", "0", "--block", "1", "--warmup", "0"]
+    assert gpu_throughput.main([*arguments, "--families", "no-such-family"]) == 1
+    err = capsys.readouterr().err
+    assert "FAILED (no K measured): process 0 failed:" in err and "no-such-family" in err
 
 
 needs_gpu_env = pytest.mark.skipif(

@@ -46,8 +46,8 @@ def test_a_threshold_never_reached_is_left_empty():
 def test_a_pair_that_reached_the_criterion_keeps_its_default_run_and_is_not_trained_again():
     meta = {"reached": True, "steps": 250, "training": {"max_steps": 600}}
     default = history([0.5, 0.96, 0.94, 0.991, 0.995])
-    # No spec, settings or data: a pair that needs no training never builds a model.
-    checks, cap = pair_checks(meta, default, None, None, 0, "cpu", None, 0, 40, "missing.parquet", "none.pt")
+    # No run inputs at all: a pair that needs no training never builds a model.
+    checks, cap = pair_checks(meta, default, inputs=None, resume_path="none.pt")
     assert cap == 600
     pd.testing.assert_frame_equal(checks, validation_checks(default))
 

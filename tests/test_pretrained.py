@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+from study_config import cpu_run, train_config, training_settings
 from tiny_hf import save_tiny
 
 from statelayers import io
@@ -22,7 +23,7 @@ from statelayers.models.pretrained import (
 )
 from statelayers.models.tagger import SequenceTagger, load_model, pretrained_tagger, save_model
 from statelayers.tasks.formal import generate
-from statelayers.training import TrainConfig, accumulate_gradients, train_checkpoint
+from statelayers.training import accumulate_gradients, train_checkpoint
 
 
 @pytest.fixture(scope="module", params=["gpt_neox", "mamba", "mamba2"])
@@ -112,7 +113,9 @@ def test_the_tagger_starts_from_the_pretrained_weights_and_maps_symbols(fetched)
     mapped = torch.tensor([spec.token_ids])[:, [0, 1, 3, 2]]
     reference.eval(), model.eval()
     expected = reference(input_ids=mapped).last_hidden_state
-    torch.testing.assert_close(model(tokens), model.head(expected))  # the head reads the mapped symbols' states
+    torch.testing.assert_close(
+        model(tokens), model.head(expected)
+    )  # the head reads the mapped symbols' states
 
 
 def test_every_layer_is_a_tap_and_edits_fire_there(fetched):
@@ -132,22 +135,12 @@ def test_fine_tuning_saves_a_checkpoint_that_reloads_identically(fetched, tmp_pa
     data = generate("parity", 8, 10, np.random.default_rng(0))
     frame = pd.DataFrame({"seq_id": range(8), **{k: list(v) for k, v in data.items()}})
     io.write_parquet(frame, tmp_path / "validation.parquet")
-    training = dict(
+    training = training_settings(
         max_steps=4, batch_size=4, grad_accumulation=2, precision="fp32", eval_every=2, log_every=2
     )
-    spec_params = {"pretrained": str(fetched), "task": "parity", "task_params": {}}
-    model = train_checkpoint(
-        spec_params,
-        training,
-        seed=0,
-        device="cpu",
-        mamba=None,
-        data_seed=0,
-        train_length=10,
-        validation_path=str(tmp_path / "validation.parquet"),
-        out_dir=tmp_path / "model",
-        history_path=tmp_path / "history.csv",
-    )
+    spec = {"pretrained": str(fetched), "task": "parity", "task_params": {}}
+    inputs = cpu_run(spec, training, tmp_path / "validation.parquet")
+    model = train_checkpoint(inputs, out_dir=tmp_path / "model", history_path=tmp_path / "history.csv")
     meta = io.read_json(tmp_path / "model" / "model.json")
     assert meta["spec"]["pretrained"] == str(fetched) and meta["target_params"] is None
     reloaded = load_model(tmp_path / "model")
@@ -163,7 +156,7 @@ def test_gradient_accumulation_equals_one_large_batch(fetched):
     grads, losses = [], []
     for batch, accumulation in ((8, 1), (4, 2), (2, 4)):
         model.zero_grad()
-        config = TrainConfig(batch_size=batch, grad_accumulation=accumulation)
+        config = train_config(batch_size=batch, grad_accumulation=accumulation)
         losses.append(accumulate_gradients(model, tokens, labels, config, torch.device("cpu"))[0].item())
         grads.append([p.grad.clone() for p in model.parameters() if p.grad is not None])
     for other, loss in zip(grads[1:], losses[1:]):
@@ -178,7 +171,7 @@ def test_precision_sets_the_dtype_of_the_forward_pass(fetched, precision, dtype)
     model = pretrained_tagger(pretrained_spec(str(fetched), "parity")).train()
     seen = []
     model.head.register_forward_hook(lambda module, args, output: seen.append(output.dtype))
-    config = TrainConfig(batch_size=4, precision=precision)
+    config = train_config(batch_size=4, precision=precision)
     loss, _ = accumulate_gradients(
         model, torch.as_tensor(data["tokens"]), torch.as_tensor(data["labels"]), config, torch.device("cpu")
     )

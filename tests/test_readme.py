@@ -317,7 +317,7 @@ def test_learnability_table_gives_each_pairs_steps_to_the_thresholds_or_never():
         learnability=table,
         paper_steps=20000,
     )
-    assert "at most 6000 steps" in section and "`config/paper.yaml` trains up to 20,000 steps" in section
+    assert "(600, 6000 here)" in section and "`config/paper.yaml` trains up to 20,000 steps" in section
 
 
 def sweep_point(arch, task, block, start, lr, reached, accuracy, selected, seeds=1):
@@ -515,6 +515,6 @@ def test_the_paper_budget_note_says_where_a_pair_learns_or_its_best_and_slope():
     note = paper_budget_markdown(outcomes, 20000)
     assert note.startswith("Within the paper's 20000 steps (`config/paper.yaml`; seed 0")
     assert "Mamba on s3 reaches validation 0.95 at step 13000" in note
-    assert "Transformer on s3 does not (best validation accuracy 0.612, +0.012 per 1 000 steps" in note
+    assert "Transformer on s3 does not reach it (best validation accuracy 0.612, +0.012 per 1 000 steps" in note
     assert paper_budget_markdown(outcomes.iloc[:0], 20000) == ""
     assert note in readme_block(None, budget_note=note) and note in readme_block(pd.DataFrame(), "x", note)

@@ -10,6 +10,7 @@ import sys
 import pandas as pd
 import pytest
 import torch
+from study_config import cpu_run, training_settings
 
 from statelayers import io, training
 from statelayers.tasks.data import make_split
@@ -24,17 +25,16 @@ SPEC = {
     "options": {},
     "target_params": 1,
 }
-TRAINING = {
-    "max_steps": 400,
-    "target_accuracy": 0.99,  # reached at about step 200 of 400: the resumed run must stop there too
-    "batch_size": 8,
-    "lr": 0.01,
-    "weight_decay": 0.0,
-    "warmup_fraction": 0.1,
-    "grad_clip": 1.0,
-    "eval_every": 100,
-    "log_every": 50,
-}
+TRAINING = training_settings(
+    max_steps=400,
+    target_accuracy=0.99,  # reached at about step 200 of 400: the resumed run must stop there too
+    batch_size=8,
+    lr=0.01,
+    weight_decay=0.0,
+    warmup_fraction=0.1,
+    eval_every=100,
+    log_every=50,
+)
 
 
 LENGTH = 12
@@ -49,18 +49,9 @@ def data(tmp_path):
 
 
 def run_training(data, out, resume_every):
+    inputs = cpu_run(SPEC, TRAINING, data["validation"], seed=3, train_length=LENGTH)
     return train_checkpoint(
-        SPEC,
-        TRAINING,
-        seed=3,
-        device="cpu",
-        mamba=None,
-        data_seed=0,
-        train_length=LENGTH,
-        validation_path=str(data["validation"]),
-        out_dir=out,
-        history_path=out / "train_log.csv",
-        resume_every=resume_every,
+        inputs, out_dir=out, history_path=out / "train_log.csv", resume_every=resume_every
     )
 
 

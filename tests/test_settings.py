@@ -8,8 +8,22 @@ import pytest
 import yaml
 
 from statelayers import settings
+from statelayers.models.registry import ARCHS
+from statelayers.tasks.formal import TASKS
 
-CONFIG = yaml.safe_load((Path(__file__).parents[1] / "config" / "config.yaml").read_text())
+REPO = Path(__file__).parents[1]
+CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+NOT_SETTINGS = settings.RUNTIME_KEYS + settings.PER_PAIR_KEYS
+
+
+def overlaid(*overlays: str) -> dict:
+    """config.yaml with ``overlays`` (files of config/) merged on, as Snakemake merges them."""
+    from snakemake.utils import update_config
+
+    config = yaml.safe_load(yaml.safe_dump(CONFIG))
+    for overlay in overlays:
+        update_config(config, yaml.safe_load((REPO / "config" / overlay).read_text()))
+    return config
 
 
 def changed(**changes):
@@ -57,7 +71,7 @@ def test_an_architecture_trains_with_its_familys_then_its_own_overrides():
     twin = settings.train_settings(config, "mamba_noconv", "s3")
     assert (twin["lr"], twin["batch_size"]) == (0.02, 8)
     assert settings.train_settings(config, "lstm", "s3")["lr"] == CONFIG["training"]["lr"]
-    assert not set(settings.RUNTIME_KEYS) & set(twin)  # where a job runs is not what it trains
+    assert not set(NOT_SETTINGS) & set(twin)  # where a job runs is not what it trains
 
 
 def test_a_pretrained_model_erases_on_its_own_number_of_sequences():
@@ -148,7 +162,7 @@ def test_the_default_config_builds_and_trains_each_pair_at_the_sweeps_selected_p
         "options": {},
         "target_params": 830000,
     }
-    shared = {k: v for k, v in CONFIG["training"].items() if k not in settings.RUNTIME_KEYS}
+    shared = {k: v for k, v in CONFIG["training"].items() if k not in NOT_SETTINGS}
     assert settings.train_settings(CONFIG, "transformer", "s3")["lr"] == 0.0003
     parity = settings.train_settings(CONFIG, "transformer", "parity")
     assert (parity["lr"], parity["max_steps"]) == (0.0003, 2950)  # the family's lr, the pair's budget
@@ -183,7 +197,11 @@ def test_the_sweep_grid_crosses_each_familys_blocks_with_the_start_token_lr_and_
 
 def test_sweep_pairs_sweep_only_the_pairs_named_each_on_its_own_grid():
     config = changed(
-        sweep__pairs={"transformer": {"lr": [0.0003]}, "transformer/dyck": {"batch_size": [32]}, "lstm/s3": {}}
+        sweep__pairs={
+            "transformer": {"lr": [0.0003]},
+            "transformer/dyck": {"batch_size": [32]},
+            "lstm/s3": {},
+        }
     )
     points = settings.sweep_points(config)
     assert {(p["arch"], p["task"]) for p in points} == {
@@ -219,27 +237,152 @@ def test_learnability_covers_every_pair_or_the_listed_ones_in_the_study_order():
         settings.learnability_pairs(changed(learnability__pairs=["lstm/codedepth"]))
 
 
-def test_the_default_budget_overlay_puts_every_pair_with_a_budget_of_its_own_back_at_the_default():
-    overlay = yaml.safe_load((Path(__file__).parents[1] / "config" / "default_budget.yaml").read_text())
-    budgets = {key for key, values in CONFIG["training"]["overrides"].items() if "max_steps" in values}
-    assert budgets and set(overlay["training"]["overrides"]) == budgets
-    assert {values["max_steps"] for values in overlay["training"]["overrides"].values()} == {
-        CONFIG["training"]["max_steps"]
-    }
+STUDY_BUDGETS = {"transformer/parity": 2950, "mamba2/parity": 4600, "mamba2_noconv/parity": 4600}
+"""The steps each pair trained for before the per-pair budgets became floors (issue 36),
+where not the config's ``training.max_steps``: those of benchmarks/learnability.csv, which
+the Conv1D-ablated twin took from its family's key."""
+
+
+@pytest.mark.parametrize(
+    "overlays, budgets",
+    [
+        ((), STUDY_BUDGETS),
+        (("conv1d.yaml",), STUDY_BUDGETS),
+        (("learnability_s3.yaml",), STUDY_BUDGETS),
+        (("paper.yaml",), {}),  # 20 000 steps for every pair
+        (("test.yaml",), {}),  # 6
+        (("default_budget.yaml",), {}),  # 600
+    ],
+)
+def test_every_pair_trains_for_the_steps_it_did_when_budgets_were_overrides(overlays, budgets):
+    """Budgets as floors resolve as the overrides and their resets in every overlay did,
+    and change nothing but ``max_steps``."""
+    config = overlaid(*overlays)
+    unbudgeted = yaml.safe_load(yaml.safe_dump(config))
+    unbudgeted["training"]["pair_budgets"] = None
+    for arch in ARCHS:
+        for task in TASKS:
+            resolved = settings.train_settings(config, arch, task)
+            expected = budgets.get(f"{arch}/{task}", config["training"]["max_steps"])
+            assert resolved["max_steps"] == expected, (overlays, arch, task)
+            assert resolved | {"max_steps": 0} == settings.train_settings(unbudgeted, arch, task) | {
+                "max_steps": 0
+            }
+
+
+def test_a_pair_budget_is_a_floor_under_the_most_specific_key_and_null_switches_budgets_off():
+    config = changed(
+        training__overrides={"gru/s3": {"max_steps": 900}},
+        training__pair_budgets={"gru": 700, "gru/dyck": 500, "gru/s3": 800},
+    )
+    assert settings.train_settings(config, "gru", "parity")["max_steps"] == 700  # the family's floor
+    assert settings.train_settings(config, "gru", "dyck")["max_steps"] == 600  # its own, below max_steps
+    assert settings.train_settings(config, "gru", "s3")["max_steps"] == 900  # an override above its floor
+    assert settings.pair_budget(config, "gru", "dyck") == 500
+    off = changed(training__pair_budgets=None)
+    assert {settings.train_settings(off, "transformer", task)["max_steps"] for task in TASKS[:3]} == {600}
+    assert settings.pair_budget(off, "transformer", "parity") is None
+
+
+def test_an_unknown_pair_budget_key_is_an_error_that_names_it():
+    with pytest.raises(ValueError, match="training.pair_budgets: unknown key 'lstm/s4'"):
+        settings.check_config(changed(training__pair_budgets={"lstm/s4": 100}))
+
+
+def test_the_default_budget_overlay_only_switches_the_pair_budgets_off():
+    overlay = yaml.safe_load((REPO / "config" / "default_budget.yaml").read_text())
+    assert overlay == {"training": {"pair_budgets": None}}
+    assert CONFIG["training"]["pair_budgets"]  # what it switches off
 
 
 @pytest.mark.parametrize("overlay", ["paper.yaml", "test.yaml"])
 def test_an_overlay_trains_every_pair_for_its_own_step_budget(overlay):
     """Snakemake merges an overlay onto config.yaml key by key: the default study's
     per-pair budgets (sized for its 600 steps) must not reach the paper's or the tests'."""
-    from snakemake.utils import update_config
-
-    config = yaml.safe_load(yaml.safe_dump(CONFIG))
-    values = yaml.safe_load((Path(__file__).parents[1] / "config" / overlay).read_text())
-    update_config(config, values)
+    config = overlaid(overlay)
+    values = yaml.safe_load((REPO / "config" / overlay).read_text())
     budgets = {
         settings.train_settings(config, arch, task)["max_steps"]
         for arch in config["architectures"]
         for task in config["tasks"]
     }
     assert budgets == {values["training"]["max_steps"]}
+
+
+def mirrored(overlay: dict, base: dict, path: str = "") -> list[str]:
+    """The keys of ``overlay`` that set the value ``base`` has already."""
+    keys = []
+    for key, value in overlay.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            keys += mirrored(value, base[key], f"{path}{key}.")
+        elif key in base and base[key] == value:
+            keys.append(path + key)
+    return keys
+
+
+@pytest.mark.parametrize(
+    "overlay", ["paper.yaml", "default_budget.yaml", "conv1d.yaml", "learnability_s3.yaml"]
+)
+def test_an_overlay_states_only_what_it_changes(overlay):
+    assert mirrored(yaml.safe_load((REPO / "config" / overlay).read_text()), CONFIG) == []
+
+
+def test_no_config_sets_retries_the_profiles_do():
+    """Retries are how Snakemake runs, not what the study computes: the workflow profiles
+    hold them (profiles/default is loaded by default, profiles/slurm by name)."""
+    for path in (REPO / "config").glob("*.yaml"):
+        assert "retries" not in yaml.safe_load(path.read_text()), path
+    for profile in ("default", "slurm"):
+        retries = yaml.safe_load((REPO / "profiles" / profile / "config.yaml").read_text())["retries"]
+        assert isinstance(retries, int) and retries >= 1
+    rules = "".join(path.read_text() for path in (REPO / "workflow" / "rules").glob("*.smk"))
+    assert "retries" not in rules + (REPO / "Snakefile").read_text()
+
+
+def undescribed(schema: dict, defs: dict, path: str = "") -> list[str]:
+    """Every key of the schema's properties (and pattern properties), at any depth, without a
+    description of its own or of the definition it refers to."""
+    missing = []
+    for keyword in ("properties", "patternProperties"):
+        for key, sub in schema.get(keyword, {}).items():
+            referred = defs.get(sub.get("$ref", "").removeprefix("#/$defs/"), {})
+            if "description" not in sub and "description" not in referred:
+                missing.append(path + key)
+            missing += undescribed(sub, defs, f"{path}{key}.")
+    for keyword in ("additionalProperties", "items"):
+        if isinstance(schema.get(keyword), dict):
+            missing += undescribed(schema[keyword], defs, f"{path}*.")
+    return missing
+
+
+def test_every_key_of_the_config_schema_has_a_description():
+    schema = yaml.safe_load((REPO / "workflow" / "schemas" / "config.schema.yaml").read_text())
+    defs = schema["$defs"]
+    assert undescribed(schema, defs) == []
+    assert [name for sub in defs.values() for name in undescribed(sub, defs)] == []
+
+
+@pytest.mark.parametrize(
+    "changes, pretrained, message",
+    [
+        ({"training__device": "cuda"}, [], "training.device is 'cuda'"),
+        ({"training__mamba_backend": "cuda"}, [], "training.mamba_backend is 'cuda'"),
+        ({"training__mamba_backend": "cuda", "architectures": ["gru"]}, ["pythia-x"], "mamba_backend"),
+    ],
+)
+def test_cuda_asked_for_on_a_machine_without_a_gpu_is_named(changes, pretrained, message):
+    config = changed(**changes)
+    with pytest.raises(ValueError, match=message):
+        settings.check_devices(config, pretrained, has_gpu=False)
+    settings.check_devices(config, pretrained, has_gpu=True)
+
+
+def test_the_cuda_mamba_backend_needs_no_gpu_without_a_mamba_job():
+    settings.check_devices(changed(training__mamba_backend="cuda", architectures=["gru"]), [], has_gpu=False)
+
+
+def test_the_scale_line_names_the_budgets_that_raise_a_pairs_steps_only():
+    assert "per-pair step budgets {'transformer/parity': 2950, 'mamba2/parity': 4600}" in settings.run_scale(
+        CONFIG, [], []
+    )
+    assert "step budgets" not in settings.run_scale(overlaid("paper.yaml"), [], [])

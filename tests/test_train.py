@@ -1,17 +1,21 @@
 """Training on fresh sequences until a validation criterion, and the tables it leaves."""
 
 import json
+from dataclasses import MISSING, fields
 
 import numpy as np
 import pandas as pd
 import pytest
 import torch
+from study_config import CONFIG, cpu_run, train_config, training_settings
 
 from statelayers import io, training
 from statelayers.models.tagger import build_model, matched_spec
 from statelayers.tasks.codedepth import file_split
 from statelayers.tasks.data import TrainingStream, make_split, split_rng, training_rng
 from statelayers.training import (
+    TRAINING_COLUMNS,
+    RunInputs,
     TrainConfig,
     accumulate_gradients,
     learning_curves,
@@ -33,18 +37,16 @@ SPEC = {
     "options": {},
     "target_params": 1,
 }
-TRAINING = {
-    "max_steps": 12,
-    "target_accuracy": 0.99,
-    "batch_size": 4,
-    "lr": 0.01,
-    "weight_decay": 0.0,
-    "warmup_fraction": 0.1,
-    "decay_fraction": 0.5,
-    "grad_clip": 1.0,
-    "eval_every": 3,
-    "log_every": 2,
-}
+TRAINING = training_settings(
+    max_steps=12,
+    batch_size=4,
+    lr=0.01,
+    weight_decay=0.0,
+    warmup_fraction=0.1,
+    decay_fraction=0.5,
+    eval_every=3,
+    log_every=2,
+)
 
 
 @pytest.fixture
@@ -55,19 +57,34 @@ def validation(tmp_path):
 
 
 def run(validation, out, spec=SPEC, seed=0, **settings):
-    train_checkpoint(
-        spec,
-        TRAINING | settings,
-        seed=seed,
-        device="cpu",
-        mamba=None,
-        data_seed=0,
-        train_length=10,
-        validation_path=str(validation),
-        out_dir=out,
-        history_path=out / "train_log.csv",
-    )
+    inputs = cpu_run(spec, TRAINING | settings, validation, seed=seed)
+    train_checkpoint(inputs, out_dir=out, history_path=out / "train_log.csv")
     return json.loads((out / "model.json").read_text()), pd.read_csv(out / "train_log.csv")
+
+
+def test_every_training_setting_comes_from_the_config_and_none_from_a_default_of_train_config():
+    names = {field.name for field in fields(TrainConfig)}
+    assert all(field.default is MISSING and field.default_factory is MISSING for field in fields(TrainConfig))
+    assert names <= set(CONFIG["training"]) and names == set(CONFIG["pretrained"]["training"])
+
+
+def test_a_jobs_run_is_its_run_param_with_its_input_files():
+    params = {
+        "spec": SPEC,
+        "training": TRAINING,
+        "seed": 3,
+        "data_seed": 0,
+        "train_length": 10,
+        "device": "cpu",
+        "mamba": None,
+    }
+    run = RunInputs.of_job(params, {"validation": "v.parquet"})
+    assert run == RunInputs(**params, validation_path="v.parquet", corpus_path=None)
+    assert run.config == TrainConfig(**TRAINING)
+    assert (
+        RunInputs.of_job(params, {"validation": "v.parquet", "corpus": "c.parquet"}).corpus_path
+        == "c.parquet"
+    )
 
 
 def test_the_criterion_needs_two_consecutive_checks_at_the_target():
@@ -147,15 +164,7 @@ def test_training_tables_list_every_run_and_its_validation_checks(tmp_path, vali
         metas.append(meta)
         histories.append(history)
     table = training_table(metas)
-    assert list(table.columns[:7]) == [
-        "arch",
-        "task",
-        "seed",
-        "steps",
-        "reached",
-        "validation_token_accuracy",
-        "train_seconds",
-    ]
+    assert list(table.columns) == list(TRAINING_COLUMNS)
     assert table[["steps", "reached", "max_steps", "train_length"]].values.tolist() == [
         [6, True, 12, 10],
         [12, False, 12, 10],
@@ -193,7 +202,7 @@ def tiny_gru() -> torch.nn.Module:
 
 def test_a_training_step_reads_nothing_back_from_the_device(monkeypatch):
     """On a GPU any read (``item``, ``float``, ``bool``) would make the host wait for the step."""
-    model, config = tiny_gru(), TrainConfig(batch_size=4, grad_accumulation=2)
+    model, config = tiny_gru(), train_config(batch_size=4, grad_accumulation=2)
     tokens, labels = torch.randint(0, 6, (8, 10)), torch.randint(0, 6, (8, 10))
     for read in ("item", "__float__", "__bool__", "tolist"):
         monkeypatch.setattr(
@@ -206,7 +215,7 @@ def test_a_training_step_reads_nothing_back_from_the_device(monkeypatch):
 
 
 def test_adamw_is_fused_on_cuda_and_on_cpu_foreach_which_equals_the_per_tensor_loop_bit_for_bit():
-    config = TrainConfig(lr=0.05, weight_decay=0.1)
+    config = train_config(lr=0.05, weight_decay=0.1)
     assert make_optimizer(tiny_gru(), config, torch.device("cuda")).defaults["fused"]
     weights = []
     for optimizer in (

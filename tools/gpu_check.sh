@@ -3,26 +3,42 @@
 # CUDA kernels of causal-conv1d and mamba-ssm from their upstream sources for sm_90 only,
 # checks that the compiled modules import and that transformers binds them, runs the CUDA
 # tests (both Mamba backends give the same numbers, the Conv1D identity on the kernel
-# path, the scans), measures how many training processes share the GPU best
-# (benchmarks/gpu_throughput.py) and times a training step of every model alone.
+# path, the scans, and tests/test_cuda_smoke.py: training with validation, bf16 and a
+# resume on CUDA, the study's Mamba-2 dimensions on both backends, an erasure and
+# patching on the GPU), times a training step of every model alone (benchmarks/gpu_step.py,
+# one process: Triton compiles the study's kernels here, into its cache), measures how
+# many training processes share the GPU best (benchmarks/gpu_throughput.py, up to 16
+# processes, which find those kernels in the cache), and plans the paper's run through
+# the GPU cluster profile (a dry run of profiles/slurm-gpu, where snakemake is installed).
 #
 #   tools/gpu_prepare.sh DIR      # first, where pip works: fills .gpu/sources
 #   tools/gpu_check.sh            # then on the GPU machine, in a copy of the repository
 #   tools/gpu_check.sh --dry-run  # anywhere: no GPU, nvcc or compiler needed (see below)
 #
 # No venv and no package index: the machine's own python3 (or $PYTHON) runs with src/ and
-# the built packages on PYTHONPATH. Logs go to $OUT (default .gpu/out), one per step, and
-# $OUT/summary.txt has a line per step with its status and seconds. A failed step does not
-# stop the later ones: without kernels the torch-backend tests and timings still run. Exit
-# status 1 if a step failed. Step limits add up to 540 s, so the check ends within 9 min.
-# GPU_SOURCES and GPU_BUILD move .gpu/sources and .gpu/build; a build kept from an earlier
-# run on the same machine is reused (ninja recompiles nothing).
+# the built packages on PYTHONPATH; nothing needs the network (HF_HUB_OFFLINE and
+# TRANSFORMERS_OFFLINE are set). Logs go to $OUT (default .gpu/out), one per step, and
+# $OUT/summary.txt has a line per step with its status and seconds. A failed step does
+# not stop the later ones: without kernels the torch-backend tests and timings still run.
+# Exit status 1 if a step failed; a benchmark fails when one of its rows failed, the tests
+# step on the GPU machine also when a test was skipped for want of CUDA or the kernels.
+#
+# Time: each step has its own limit, and every limit is cut to what is left before the
+# deadline (GPU_CHECK_DEADLINE, 525 s by default; with the 5 s a stopped command may take
+# to die and the bookkeeping, the check ends within 9 minutes). A step that finds no time
+# left fails at once. GPU_SOURCES and GPU_BUILD move .gpu/sources and .gpu/build, and
+# TRITON_CACHE_DIR Triton's cache (default .gpu/triton); a build and a Triton cache kept
+# from an earlier run on the same machine are reused (ninja recompiles nothing).
+#
+# The jobs' kernel settings (statelayers.runtime.KERNEL_ENVIRONMENT: MAMBA_DETERMINISTIC=1)
+# are exported here too, so that the test modules, which import transformers (and with it
+# mamba-ssm) before statelayers, run the same kernels as the jobs and the benchmarks.
 #
 # --dry-run runs the same steps without nvidia-smi, nvcc or a build: it unpacks and patches
 # the sources, prints the build commands, runs the kernel import check (step no-kernels:
-# it must run through and find none), the same tests on CPU (their CUDA half skipped), the
-# throughput benchmark at K = 1 and 2 on CPU (one block of each model) and a one-step CPU
-# benchmark.
+# it must run through and find none), the same tests on CPU (their CUDA half skipped), a
+# one-step CPU benchmark, the throughput benchmark at K = 1 and 2 on CPU (one block of
+# each model) and the profile's dry run.
 set -uo pipefail
 
 cd "$(dirname "$0")/.."
@@ -38,31 +54,48 @@ case ${1:-} in
     *) echo "usage: $0 [--dry-run]" >&2; exit 2 ;;
 esac
 
-# Time limits in seconds; they add up to 540 (9 min). docs/cost.md's GPU check section has
-# the estimate for each step.
+# The deadline and each step's limit, in seconds. The limits add up to more than the
+# deadline: a step that ends early leaves its time to the later ones (the build's time is
+# the least certain). docs/cost.md's GPU check section has the estimate for each step.
+DEADLINE=${GPU_CHECK_DEADLINE:-525}
 LIMIT_TOOL=5         # nvidia-smi, nvcc, ninja: each
 LIMIT_PYTHON=15      # importing torch and transformers
 LIMIT_SOURCES=5
-LIMIT_BUILD=300      # both packages at once
+LIMIT_BUILD=330      # both packages at once
 LIMIT_KERNELS=15
-LIMIT_TESTS=70       # Triton compiles Mamba-2's kernels on their first call
-LIMIT_THROUGHPUT=90  # ... and again for batch 64; 16 processes start; 6 values of K x 4 s
-LIMIT_BENCHMARK=30   # the same shapes: Triton's cache has them
+LIMIT_TESTS=150      # Triton compiles Mamba-2's kernels at the tests' sizes, fp32 and bf16
+LIMIT_BENCHMARK=60   # ... and at the study's batch: one process fills Triton's cache
+LIMIT_THROUGHPUT=90  # 16 processes start and load those kernels from it; 6 values of K x 4 s
+LIMIT_PROFILE=30     # snakemake -n on config/paper.yaml
 if $DRY_RUN; then    # the benchmarks on CPU, one step of each model: as slow as the CPU is loaded
     LIMIT_THROUGHPUT=120 LIMIT_BENCHMARK=120
 fi
-TESTS=(tests/test_backends.py tests/test_conv1d.py tests/test_mamba_scan.py tests/test_cuda_scan.py)
+TESTS=(tests/test_backends.py tests/test_conv1d.py tests/test_mamba_scan.py tests/test_cuda_scan.py
+    tests/test_cuda_smoke.py)
 
 mkdir -p "$OUT"
 SUMMARY=$OUT/summary.txt
 : >"$SUMMARY"
 FAILED=0
 START=$SECONDS
-export MAMBA_DETERMINISTIC=1  # one Triton configuration per kernel, not hundreds to autotune
 PATH=$PATH:/usr/local/cuda/bin  # where torch looks for nvcc after PATH, so this finds the same
+export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1  # no network here: fail, never wait for it
+export TRITON_CACHE_DIR=${TRITON_CACHE_DIR:-$ROOT/.gpu/triton}
+# The jobs' kernel settings, from the one place that defines them (names already set are kept).
+while IFS='=' read -r name value; do
+    [[ -n ${!name+set} ]] || export "$name=$value"
+done < <(PYTHONPATH=$ROOT/src "$PYTHON" -c 'from statelayers.runtime import KERNEL_ENVIRONMENT as E
+print("\n".join(f"{k}={v}" for k, v in E.items()))')
 
-limited() {  # limited SECONDS COMMAND...: COMMAND, stopped after SECONDS (exit 124)
-    timeout --kill-after=5 "$@"
+limited() {  # limited SECONDS COMMAND...: COMMAND, stopped after SECONDS or at the deadline (exit 124)
+    local seconds=$1 left=$((DEADLINE - (SECONDS - START)))
+    shift
+    ((left >= seconds)) || seconds=$left
+    if ((seconds <= 0)); then
+        echo "no time left before the ${DEADLINE} s deadline: not run: $*" >&2
+        return 124
+    fi
+    timeout --kill-after=5 "$seconds" "$@"
 }
 
 record() {  # record STEP STATUS SECONDS
@@ -157,9 +190,49 @@ else
     step kernels limited "$LIMIT_KERNELS" "$PYTHON" tools/gpu_kernels.py
 fi
 
-# The CUDA tests, next to the torch backend's (they skip where the kernels did not load).
-step tests limited "$LIMIT_TESTS" "$PYTHON" -m pytest -v -rs -p no:cacheprovider \
-    --junitxml="$OUT/tests.xml" "${TESTS[@]}"
+cuda_tests_ran() {  # on the GPU machine: no test was skipped for want of CUDA or the kernels
+    "$PYTHON" - "$OUT/tests.xml" <<'EOF'
+import sys
+import xml.etree.ElementTree as ET
+
+skipped = [
+    f"{case.get('classname')}::{case.get('name')}: {skip.get('message')}"
+    for case in ET.parse(sys.argv[1]).iter("testcase")
+    for skip in case.findall("skipped")
+    if "CUDA" in (skip.get("message") or "")
+]
+print(f"{len(skipped)} test(s) skipped for want of CUDA or the kernels", *skipped, sep="\n  ")
+sys.exit(1 if skipped else 0)
+EOF
+}
+
+tests() {  # the CUDA tests, next to the torch backend's (they skip where the kernels did not load)
+    limited "$LIMIT_TESTS" "$PYTHON" -m pytest -v -rs -p no:cacheprovider --junitxml="$OUT/tests.xml" \
+        "${TESTS[@]}" || return
+    $DRY_RUN || cuda_tests_ran
+}
+
+profile() {  # the paper's run planned through the GPU cluster profile (layered on profiles/slurm
+    # where the Slurm executor plugin is installed, as docs/slurm.md runs it). Planned as on a
+    # submitting host that can fetch the pretrained models: a dry run fetches nothing, but the
+    # workflow refuses hub ids it has no copy of under HF_HUB_OFFLINE.
+    local layers=()
+    ! "$PYTHON" -c 'import snakemake_executor_plugin_slurm' 2>/dev/null || layers=(--profile profiles/slurm)
+    limited "$LIMIT_PROFILE" env -u HF_HUB_OFFLINE -u TRANSFORMERS_OFFLINE "$PYTHON" -m snakemake -n \
+        --nolock "${layers[@]}" --workflow-profile profiles/slurm-gpu --configfile config/paper.yaml
+}
+
+step tests tests
+
+# A training step of every model alone under both Mamba backends, and the paper's scale from it;
+# in one process, before the throughput benchmark, so that Triton compiles the study's kernels once.
+if $DRY_RUN; then
+    step benchmark limited "$LIMIT_BENCHMARK" "$PYTHON" benchmarks/gpu_step.py --device cpu --steps 1 \
+        --warmup 0 --csv "$OUT/gpu_step.csv"
+else
+    step benchmark limited "$LIMIT_BENCHMARK" "$PYTHON" benchmarks/gpu_step.py --steps 20 \
+        --csv "$OUT/gpu_step.csv"
+fi
 
 # K training processes at once on the GPU, K = 1 to 16: the best K and the paper's hours at it.
 if $DRY_RUN; then
@@ -170,13 +243,13 @@ else
         --csv "$OUT/gpu_throughput.csv"
 fi
 
-# A training step of every model alone under both Mamba backends, and the paper's scale from it.
-if $DRY_RUN; then
-    step benchmark limited "$LIMIT_BENCHMARK" "$PYTHON" benchmarks/gpu_step.py --device cpu --steps 1 \
-        --warmup 0 --csv "$OUT/gpu_step.csv"
+# The GPU profile's dry run: snakemake is not on the GPU machine, and the profile may not exist yet.
+if [[ ! -d profiles/slurm-gpu ]]; then
+    record profile "skipped: no profiles/slurm-gpu" 0
+elif ! "$PYTHON" -c 'import snakemake' >/dev/null 2>&1; then
+    record profile "skipped: no snakemake" 0
 else
-    step benchmark limited "$LIMIT_BENCHMARK" "$PYTHON" benchmarks/gpu_step.py --steps 20 \
-        --csv "$OUT/gpu_step.csv"
+    step profile profile
 fi
 
 record total "$FAILED step(s) failed" $((SECONDS - START))

@@ -5,8 +5,9 @@ transformers binds each kernel function when its modelling module is imported an
 back to PyTorch, silently, on any import error; mamba-ssm's package root imports the
 compiled ``selective_scan_cuda`` and einops unconditionally. So this imports each piece
 itself first, printing the error transformers would swallow, then names the package
-behind every kernel function. Exit status 0 when all of them are kernels, 3 when not
-(1 stays Python's, for a crash).
+behind every kernel function, and what :func:`statelayers.models.backends.kernels_importable`
+(which the ``auto`` and ``cuda`` backends go by) makes of it. Exit status 0 when all of
+them are kernels, 3 when not (1 stays Python's, for a crash).
 
 Usage (tools/gpu_check.sh sets the path): PYTHONPATH=src:BUILT_PACKAGE_DIRS python3 tools/gpu_kernels.py
 """
@@ -17,6 +18,10 @@ import importlib
 import sys
 
 import torch  # first: the compiled modules link against its libraries
+
+from statelayers.runtime import kernel_environment
+
+kernel_environment()  # as every job has it, before mamba-ssm is imported below
 
 MODULES = ("causal_conv1d_cuda", "selective_scan_cuda", "causal_conv1d", "mamba_ssm")
 NOT_ALL_KERNELS = 3
@@ -39,15 +44,14 @@ def main() -> int:
         imported &= ok
         print(f"{'ok' if ok else 'FAILED':6s} import {name}: {detail}")
     # Before any use_backend call, the modules' globals are what transformers resolved.
-    from statelayers.models.backends import KERNEL_FUNCTIONS, KERNEL_PACKAGES, implementation
+    from statelayers.models.backends import KERNEL_FUNCTIONS, implementation, kernels_importable
 
-    kernels = True
     for module_name, names in KERNEL_FUNCTIONS.items():
         module = importlib.import_module(module_name)
         for name in names:
-            package = implementation(getattr(module, name))
-            kernels &= package in KERNEL_PACKAGES
-            print(f"{module_name.rsplit('.', 1)[-1]}.{name}: {package}")
+            print(f"{module_name.rsplit('.', 1)[-1]}.{name}: {implementation(getattr(module, name))}")
+    kernels = kernels_importable()  # what the backends decide by
+    print(f"transformers bound the kernels: {kernels}")
     return 0 if imported and kernels else NOT_ALL_KERNELS
 
 

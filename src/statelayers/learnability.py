@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from statelayers.training import ResumeFile, TrainConfig, prepare_run, train
+from statelayers.training import ResumeFile, RunInputs, prepare_run, train
 
 log = logging.getLogger(__name__)
 
@@ -28,39 +28,27 @@ def validation_checks(history: pd.DataFrame) -> pd.DataFrame:
 
 
 def pair_checks(
-    default_meta: dict,
-    default_history: pd.DataFrame,
-    spec_params: dict,
-    training: dict,
-    seed: int,
-    device: str,
-    mamba: dict | None,
-    data_seed: int,
-    train_length: int,
-    validation_path: str,
-    resume_path: str | Path,
-    corpus_path: str | None = None,
+    default_meta: dict, default_history: pd.DataFrame, inputs: RunInputs, resume_path: str | Path
 ) -> tuple[pd.DataFrame, int]:
     """The validation checks of the pair's run and its step budget: the default run's own
-    where it reached the criterion, else a new run of ``training`` (the pair's settings at
+    where it reached the criterion, else a new run of ``inputs`` (the pair's settings at
     the cap; resumable from ``resume_path``, removed once it finishes)."""
     if default_meta["reached"]:
         log.info(
             "reached the criterion at step %d of the default run: not trained again", default_meta["steps"]
         )
         return validation_checks(default_history), int(default_meta["training"]["max_steps"])
-    run = prepare_run(
-        spec_params, training, seed, device, mamba, data_seed, train_length, validation_path, corpus_path
-    )
+    run = prepare_run(inputs)
     resume = ResumeFile(Path(resume_path), run.fingerprint)
     outcome = train(
-        run.model, run.stream, run.validation, TrainConfig(**training), seed, run.device, resume=resume
+        run.model, run.stream, run.validation, inputs.config, inputs.seed, run.device, resume=resume
     )
     resume.remove()
+    cap = int(inputs.training["max_steps"])
     log.info(
         "trained %d of at most %d steps (criterion %s)",
         outcome.steps,
-        training["max_steps"],
+        cap,
         "reached" if outcome.reached else "not reached",
     )
-    return validation_checks(pd.DataFrame(outcome.history)), int(training["max_steps"])
+    return validation_checks(pd.DataFrame(outcome.history)), cap

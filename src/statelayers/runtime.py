@@ -1,4 +1,5 @@
-"""Process set-up shared by the workflow's entry scripts: logging and CPU threads."""
+"""Process set-up shared by the workflow's entry scripts: logging, CPU threads, and the
+environment of the CUDA kernels."""
 
 from __future__ import annotations
 
@@ -6,10 +7,47 @@ import logging
 import os
 import sys
 
+KERNEL_ENVIRONMENT = {"MAMBA_DETERMINISTIC": "1"}
+"""The settings every process runs mamba-ssm's kernels under: the workflow's jobs (through
+:func:`start`), the tests and the benchmarks (through :mod:`statelayers.models.backends`,
+which applies them before transformers imports mamba-ssm), so that tools/gpu_check.sh
+measures the kernels the jobs run.
+
+``MAMBA_DETERMINISTIC=1`` makes Mamba-2's Triton kernels (``mamba_ssm.ops.triton``) keep
+one configuration each instead of autotuning (hundreds compile on the first call of each
+shape otherwise, and each process picks its own by timing, so two processes could run
+different kernels) and sum most of their backward partial results in a fixed order
+instead of with atomics. mamba-ssm reads it when its Triton modules are imported (the
+configurations) and at every call (the reductions), so it must be set before the first
+import. What it
+does not cover: Mamba-1's selective-scan backward (CUDA, ``selective_scan_cuda``) and
+causal-conv1d's accumulate weight gradients with atomics, and cuBLAS, cuDNN (LSTM, GRU)
+and attention kernels may change their summation order from run to run.
+
+So on a GPU a resumed run (:mod:`statelayers.training`) continues from the saved weights,
+optimizer, schedule and stream of training sequences, and sees the same batches as an
+uninterrupted run, but its weights agree with that run's only to float rounding, as two
+uninterrupted runs on a GPU agree with each other; bit-identical resumption is a CPU
+guarantee. Set ``MAMBA_DETERMINISTIC=0`` in the environment to let mamba-ssm autotune
+(what is already set is kept).
+"""
+
+
+def kernel_environment() -> None:
+    """Apply :data:`KERNEL_ENVIRONMENT` where the environment does not set those names yet,
+    and warn if mamba-ssm was imported before (its Triton kernels then keep the settings
+    they were imported under)."""
+    missing = {name: value for name, value in KERNEL_ENVIRONMENT.items() if name not in os.environ}
+    os.environ.update(missing)
+    if missing and "mamba_ssm" in sys.modules:
+        logging.getLogger(__name__).warning(
+            "mamba_ssm was imported before %s was set: its Triton kernels autotune", ", ".join(missing)
+        )
+
 
 def start(log_path: str | None = None, threads: int | None = None) -> logging.Logger:
     """Log to ``log_path`` (Snakemake's per-job log) and stderr, uncaught errors included;
-    pin torch and the numba kernels to ``threads``.
+    pin torch and the numba kernels to ``threads``; set :data:`KERNEL_ENVIRONMENT`.
 
     Snakemake exports OMP/MKL thread counts from the rule's ``threads``, but torch's
     intra-op pool is sized at import, so it is set here explicitly. numba sizes its pool
@@ -34,6 +72,7 @@ def start(log_path: str | None = None, threads: int | None = None) -> logging.Lo
         log.critical("%s: %s", kind.__name__, error, exc_info=(kind, error, traceback))
 
     sys.excepthook = log_uncaught
+    kernel_environment()
     if threads:
         import torch
 

@@ -12,12 +12,15 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from statelayers.models.registry import ARCHS, FAMILIES, base_arch
+from statelayers.models.registry import ARCHS, FAMILIES, SSM, base_arch
 from statelayers.tasks.formal import TASKS
 
-RUNTIME_KEYS = ("device", "threads", "mamba_scan", "mamba_backend", "overrides", "protect_checkpoints")
+RUNTIME_KEYS = ("device", "threads", "mamba_scan", "mamba_backend", "protect_checkpoints")
 """``training`` keys that say where and how a job runs, not what it trains: not passed as
 training settings, so changing them reruns only what they concern."""
+PER_PAIR_KEYS = ("overrides", "pair_budgets")
+"""``training`` keys that change the settings of some pairs (:func:`train_settings` applies
+them): not training settings themselves."""
 
 
 def check_config(config: Mapping) -> None:
@@ -40,6 +43,7 @@ def check_config(config: Mapping) -> None:
             "readability is compared with necessity at the training length"
         )
     _check_pair_keys("training.overrides", config["training"]["overrides"], ARCHS)
+    _check_pair_keys("training.pair_budgets", config["training"]["pair_budgets"] or {}, ARCHS)
     _check_pair_keys("model.options", config["model"]["options"], FAMILIES)
     _check_pair_keys("sweep.pairs", config["sweep"].get("pairs") or {}, ARCHS)
     names = [model["name"] for model in config["pretrained"]["models"]]
@@ -83,6 +87,28 @@ def check_pretrained_sources(sources: Mapping[str, str], backbone_dir: Callable[
                 )
 
 
+def check_devices(config: Mapping, pretrained: list[str], has_gpu: bool) -> None:
+    """Raise ``ValueError`` when the config asks for CUDA on a machine without an NVIDIA GPU
+    (``has_gpu``): ``training.device``, or ``training.mamba_backend`` where a job runs Mamba
+    or Mamba-2 (a small SSM architecture, or any ``pretrained`` model: its type is known
+    only once fetched). The Snakefile checks at ``onstart``, local runs only: on a cluster
+    the submitting host need not have a GPU (jobs check again)."""
+    if has_gpu:
+        return
+    training = config["training"]
+    if training["device"] == "cuda":
+        raise ValueError(
+            "config: training.device is 'cuda' but this machine has no NVIDIA GPU "
+            "(nvidia-smi not found); use 'auto' or 'cpu'"
+        )
+    mamba_jobs = pretrained or [arch for arch in config["architectures"] if base_arch(arch) in SSM]
+    if training["mamba_backend"] == "cuda" and mamba_jobs:
+        raise ValueError(
+            "config: training.mamba_backend is 'cuda' (the mamba-ssm kernels) but this machine "
+            "has no NVIDIA GPU (nvidia-smi not found); use 'auto' or 'torch'"
+        )
+
+
 def _check_pair_keys(where: str, mapping: Mapping, names: tuple[str, ...]) -> None:
     """Every key of ``mapping`` is one of ``names`` or ``name/task``; else the error names
     the key. The schema admits keys of that shape; the registry and the task list know
@@ -115,12 +141,27 @@ def resolve(per_key: Mapping, arch: str, task: str) -> dict:
     return resolved
 
 
+def pair_budget(config: Mapping, arch: str, task: str) -> int | None:
+    """The fewest steps ``arch`` trains for on ``task``: ``training.pair_budgets`` under
+    its most specific key (:func:`pair_keys`); ``None`` where no key names the pair or
+    ``pair_budgets`` is null (an overlay switches the budgets off so)."""
+    budgets = config["training"]["pair_budgets"] or {}
+    named = [budgets[key] for key in pair_keys(arch, task) if key in budgets]
+    return named[-1] if named else None
+
+
 def train_settings(config: Mapping, arch: str, task: str) -> dict:
     """The training settings of one small architecture on one task: the shared ones, then
-    ``training.overrides`` for it (:func:`resolve`)."""
+    ``training.overrides`` for it (:func:`resolve`), its ``max_steps`` raised to its
+    :func:`pair_budget`. A budget is a floor, the steps the pair needs to learn its task,
+    so a study with more steps for every pair (config/paper.yaml) needs no reset of it."""
     training = config["training"]
-    shared = {key: value for key, value in training.items() if key not in RUNTIME_KEYS}
-    return shared | resolve(training["overrides"], arch, task)
+    shared = {key: value for key, value in training.items() if key not in RUNTIME_KEYS + PER_PAIR_KEYS}
+    settings = shared | resolve(training["overrides"], arch, task)
+    budget = pair_budget(config, arch, task)
+    if budget is not None and budget > settings["max_steps"]:
+        settings["max_steps"] = budget
+    return settings
 
 
 def model_spec(config: Mapping, arch: str, task: str, options: Mapping | None = None) -> dict:
@@ -271,6 +312,11 @@ def run_scale(config: Mapping, pretrained: list[str], patching_tasks: list[str])
     )
     if training["overrides"]:
         scale += f"; per-architecture settings {training['overrides']}"
+    budgets = {
+        key: steps for key, steps in (training["pair_budgets"] or {}).items() if steps > training["max_steps"]
+    }
+    if budgets:
+        scale += f"; per-pair step budgets {budgets}"
     pair_options = {key: value for key, value in model["options"].items() if "/" in key}
     if pair_options:
         scale += f"; per-pair model options {pair_options}"

@@ -29,7 +29,8 @@ everything it depends on (weights, optimizer, schedule, the training stream's st
 running averages, validation checks, history) to a resume file beside the checkpoint,
 tagged with a fingerprint of the run's inputs (for a pretrained model, its backbone
 files too). A job killed mid-training and started again with the same inputs continues
-from the last save and ends with the same weights as an uninterrupted run; a resume
+from the last save and ends with the same weights as an uninterrupted run (on CPU bit for
+bit; on a GPU to float rounding, see :data:`statelayers.runtime.KERNEL_ENVIRONMENT`); a resume
 file with another fingerprint is ignored. The file is removed once training finishes.
 """
 
@@ -40,6 +41,7 @@ import json
 import logging
 import pickle
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,21 +62,61 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class TrainConfig:
-    max_steps: int = 1000
-    target_accuracy: float = 0.99
+    """A run's training settings, every one given: ``training`` of config/config.yaml (as
+    :func:`statelayers.settings.train_settings` resolves it for a pair) or
+    ``pretrained.training`` is their one source, so nothing here has a default."""
+
+    max_steps: int
+    target_accuracy: float
     """Validation token accuracy that stops the run at :data:`CONSECUTIVE_CHECKS` checks in a row."""
-    batch_size: int = 32
-    lr: float = 1e-3
-    weight_decay: float = 0.01
-    warmup_fraction: float = 0.05
-    decay_fraction: float = 0.2
-    grad_clip: float = 1.0
-    eval_every: int = 100
-    log_every: int = 25
-    grad_accumulation: int = 1
+    batch_size: int
+    lr: float
+    weight_decay: float
+    warmup_fraction: float
+    decay_fraction: float
+    grad_clip: float
+    eval_every: int
+    log_every: int
+    grad_accumulation: int
     """Micro-batches of ``batch_size`` per optimizer step (the step sees their mean loss)."""
-    precision: str = "fp32"
+    precision: str
     """``fp32``, or ``bf16``: forward passes under bfloat16 autocast, weights and optimizer in fp32."""
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """Everything that decides one training run, of train, sweep and learnability alike. A
+    job's ``run`` param (``run_params`` in workflow/rules/common.smk) holds every field but
+    the two paths, which are the job's input files (:meth:`of_job`)."""
+
+    spec: dict
+    """The model: :func:`statelayers.settings.model_spec`, or a pretrained backbone's
+    directory (``pretrained``) with ``task`` and ``task_params``."""
+    training: dict
+    """The training settings: the fields of :class:`TrainConfig`."""
+    seed: int
+    """The initial weights' seed and the run's stream of training sequences'."""
+    data_seed: int
+    train_length: int
+    device: str
+    """``auto``, ``cpu`` or ``cuda``."""
+    mamba: dict | None
+    """How Mamba and Mamba-2 run (``backend``, ``scan``); ``None`` for the other families."""
+    validation_path: str
+    corpus_path: str | None
+    """Code-Depth's corpus, whose training files the training windows are cut from; ``None``
+    for the formal tasks."""
+
+    @classmethod
+    def of_job(cls, params: Mapping, files) -> RunInputs:
+        """A Snakemake job's run: its ``run`` param with its ``validation`` and, for
+        Code-Depth, ``corpus`` input files (``files``: the job's named input)."""
+        return cls(**params, validation_path=str(files["validation"]), corpus_path=files.get("corpus"))
+
+    @property
+    def config(self) -> TrainConfig:
+        """The training settings as :class:`TrainConfig`."""
+        return TrainConfig(**self.training)
 
 
 def parameter_groups(model: torch.nn.Module, weight_decay: float) -> list[dict]:
@@ -140,11 +182,14 @@ def make_optimizer(model: torch.nn.Module, config: TrainConfig, device: torch.de
 
 
 def to_device(tensor: torch.Tensor, device: torch.device) -> torch.Tensor:
-    """``tensor`` on ``device``; onto a GPU through pinned memory, asynchronously: a copy from
-    pageable memory would wait for every queued kernel first."""
-    if device.type != "cuda":
-        return tensor.to(device)
-    return tensor.pin_memory().to(device, non_blocking=True)
+    """``tensor`` on ``device``. From host memory onto a GPU it goes through pinned memory,
+    asynchronously: a copy from pageable memory would wait for every queued kernel first.
+    Any other tensor (already on ``device``, or on another device) moves with a plain
+    ``to``, a no-op when it is there already: only CPU memory can be pinned, and
+    ``pin_memory()`` raises on a CUDA tensor."""
+    if device.type == "cuda" and tensor.device.type == "cpu":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
 
 
 def accumulate_gradients(
@@ -381,22 +426,14 @@ def untrained_checkpoint(
     return model.to(resolved).eval()
 
 
-def prepare_run(
-    spec_params: dict,
-    training: dict,
-    seed: int,
-    device: str,
-    mamba: dict | None,
-    data_seed: int,
-    train_length: int,
-    validation_path: str,
-    corpus_path: str | None = None,
-) -> Run:
+def prepare_run(inputs: RunInputs) -> Run:
     """Build the matched model (or a pretrained backbone with a fresh head), its training
-    stream (:func:`statelayers.tasks.data.training_rng` of ``data_seed``, the task, ``train_length``
-    and ``seed``; Code-Depth windows from ``corpus_path``) and the validation data."""
-    resolved = resolve_device(device)
-    model = initial_model(spec_params, seed, mamba, resolved)
+    stream (:func:`statelayers.tasks.data.training_rng` of the data seed, the task, the
+    training length and the run's seed; Code-Depth windows from the corpus) and the
+    validation data."""
+    spec_params, train_length = inputs.spec, inputs.train_length
+    resolved = resolve_device(inputs.device)
+    model = initial_model(spec_params, inputs.seed, inputs.mamba, resolved)
     spec = model.spec
     log.info(
         "%s on %s: %d parameters (width %s), device %s, Mamba backend %s",
@@ -407,68 +444,57 @@ def prepare_run(
         resolved,
         model.backend,
     )
-    validation = to_arrays(io.read_parquet(validation_path))
+    validation = to_arrays(io.read_parquet(inputs.validation_path))
     if validation["tokens"].shape[1] != train_length:
         raise ValueError(
-            f"{validation_path} holds length {validation['tokens'].shape[1]}, not {train_length}"
+            f"{inputs.validation_path} holds length {validation['tokens'].shape[1]}, not {train_length}"
         )
+    corpus_path = inputs.corpus_path
     stream = TrainingStream(
         spec_params["task"],
         train_length,
-        training_rng(data_seed, spec_params["task"], train_length, seed),
+        training_rng(inputs.data_seed, spec_params["task"], train_length, inputs.seed),
         spec_params["task_params"],
         corpus=io.read_parquet(corpus_path) if corpus_path else None,
     )
     digest = fingerprint(
         spec_params,
-        training,
-        seed,
-        data_seed,
+        inputs.training,
+        inputs.seed,
+        inputs.data_seed,
         train_length,
         str(resolved),
         model.backend,
         model.mamba_scan,
         torch.get_num_threads(),
-        files=(validation_path, *([corpus_path] if corpus_path else []), *backbone_files(spec_params)),
+        files=(inputs.validation_path, *([corpus_path] if corpus_path else []), *backbone_files(spec_params)),
     )
     return Run(model, stream, (validation["tokens"], validation["labels"]), resolved, digest)
 
 
 def train_checkpoint(
-    spec_params: dict,
-    training: dict,
-    seed: int,
-    device: str,
-    mamba: dict | None,
-    data_seed: int,
-    train_length: int,
-    validation_path: str,
-    out_dir: str | Path,
-    history_path: str | Path,
-    corpus_path: str | None = None,
-    resume_every: float = 60.0,
+    inputs: RunInputs, out_dir: str | Path, history_path: str | Path, resume_every: float = 60.0
 ) -> SequenceTagger:
     """Train one run (see :func:`prepare_run`), save checkpoint and history.
 
-    With ``spec_params["pretrained"]`` (a fetched backbone's directory, plus ``task`` and
+    With ``inputs.spec["pretrained"]`` (a fetched backbone's directory, plus ``task`` and
     ``task_params``) the model is that backbone with a fresh head, fine-tuned.
-    ``mamba`` (``backend``, ``scan``) says how Mamba and Mamba-2 run (see
+    ``inputs.mamba`` (``backend``, ``scan``) says how Mamba and Mamba-2 run (see
     :func:`statelayers.models.tagger.build_model`). ``model.json`` records the spec, the
     training settings, seed, device, the Mamba backend and scan in use, the steps used
     and whether the criterion was reached, so a checkpoint says what built it.
     ``out_dir/resume.pt`` holds the resume state while training runs (saved every
     ``resume_every`` seconds).
     """
-    run = prepare_run(
-        spec_params, training, seed, device, mamba, data_seed, train_length, validation_path, corpus_path
-    )
+    spec_params, training = inputs.spec, inputs.training
+    run = prepare_run(inputs)
     resume = ResumeFile(Path(out_dir) / "resume.pt", run.fingerprint, resume_every)
     outcome = train(
         run.model,
         run.stream,
         run.validation,
-        TrainConfig(**training),
-        seed=seed,
+        inputs.config,
+        seed=inputs.seed,
         device=run.device,
         resume=resume,
     )
@@ -482,9 +508,9 @@ def train_checkpoint(
             "task_params": spec_params["task_params"],
             "target_params": spec_params.get("target_params"),
             "training": training,
-            "seed": seed,
-            "data_seed": data_seed,
-            "train_length": train_length,
+            "seed": inputs.seed,
+            "data_seed": inputs.data_seed,
+            "train_length": inputs.train_length,
             "device": str(run.device),
             "backend": run.model.backend,
             "mamba_scan": run.model.mamba_scan,
@@ -506,25 +532,12 @@ def train_checkpoint(
     return run.model
 
 
-def sweep_point(
-    spec_params: dict,
-    training: dict,
-    seed: int,
-    device: str,
-    mamba: dict | None,
-    data_seed: int,
-    train_length: int,
-    validation_path: str,
-    corpus_path: str | None = None,
-) -> dict:
+def sweep_point(inputs: RunInputs) -> dict:
     """One short run of the hyper-parameter sweep: trained like :func:`train_checkpoint`
     (no checkpoint, no resume), summarised by its validation checks only."""
-    run = prepare_run(
-        spec_params, training, seed, device, mamba, data_seed, train_length, validation_path, corpus_path
-    )
-    outcome = train(
-        run.model, run.stream, run.validation, TrainConfig(**training), seed=seed, device=run.device
-    )
+    training = inputs.training
+    run = prepare_run(inputs)
+    outcome = train(run.model, run.stream, run.validation, inputs.config, seed=inputs.seed, device=run.device)
     return {
         "lr": training["lr"],
         "batch_size": training["batch_size"],

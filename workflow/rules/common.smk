@@ -9,6 +9,8 @@ from snakemake.utils import validate
 from statelayers import settings
 from statelayers.models.registry import NO_CONV, SSM, TRAINING_TIME_ORDER, base_arch
 
+##### Constants: the validated config and the study's dimensions #####
+
 validate(config, schema="../schemas/config.schema.yaml")
 settings.check_config(config)
 
@@ -31,6 +33,13 @@ PATCHING_TASKS = (
     if config["patching"]["enabled"]
     else []
 )
+# Families whose Conv1D attribution runs: both the family and its twin are in the study.
+CONV1D_FAMILIES = [
+    base_arch(arch) for arch in ARCHS if arch in NO_CONV and base_arch(arch) in ARCHS
+]
+
+
+##### Paths: the wildcards and the file patterns the rules share #####
 
 
 wildcard_constraints:
@@ -53,24 +62,70 @@ UNTRAINED_RUN = f"untrained/{RUN}"
 UNTRAINED_MODEL_DIR = f"results/models/{UNTRAINED_RUN}"
 UNTRAINED_STATES_DIR = f"results/states/{UNTRAINED_RUN}"
 UNTRAINED_PROBE_STATES = f"{UNTRAINED_STATES_DIR}/probe_L{TRAIN_LENGTH}.parquet"
-
-
-def task_params(task):
-    """Generator parameters of one task; only they (not other tasks') reach its jobs."""
-    return config["task_params"].get(task, {})
-
-
 CODE_CORPUS = "results/data/codedepth/corpus.parquet"
+SWEEP_RUN = "{arch}/{task}/{block}/start{start}_lr{lr}_batch{batch_size}/seed{seed}"
+
+# Every aggregate table the rules share, named once: rules write and read them by key.
+TABLES = {
+    name: f"results/tables/{name}.csv"
+    for name in (
+        "behaviour",
+        "probes",
+        "ablations",
+        "readability_vs_causality",
+        "params",
+        "training",
+        "learning_curves",
+        "behaviour_summary",
+        "probe_summary",
+        "profile_shapes",
+        "codedepth_corpus",
+        "conv1d",
+        "conv1d_summary",
+        "pretrained_behaviour",
+        "pretrained_probes",
+        "pretrained_ablations",
+        "patching",
+        "sweep",
+    )
+}
+
+
+def data_file(split, length="{length}"):
+    return f"results/data/{{task}}/{split}_L{length}.parquet"
+
+
+def backbone_dir(name):
+    return f"resources/models/{name}"
+
+
+def test_state_files(states_dir=STATES_DIR, lengths=EVAL_LENGTHS):
+    """The test-state files of a run, named ``L<length>`` like the test data."""
+    return {f"L{length}": f"{states_dir}/test_L{length}.parquet" for length in lengths}
+
+
+def model_output(path):
+    """Model files, write-protected when ``training.protect_checkpoints`` is set."""
+    return protected(path) if config["training"]["protect_checkpoints"] else path
+
+
+# Every pretrained model can be had (fetched there, local, or on the hub when online).
+settings.check_pretrained_sources(
+    {name: PRETRAINED_SOURCES[name] for name in PRETRAINED}, backbone_dir
+)
+
+
+##### Input functions #####
+
+
+def is_pretrained(wildcards):
+    return wildcards.arch in PRETRAINED
 
 
 def corpus_input(wildcards):
     """Code-Depth's data and training windows are cut from the corpus file; the formal
     tasks need no input (their generators draw them)."""
     return {"corpus": CODE_CORPUS} if wildcards.task == "codedepth" else {}
-
-
-def data_file(split, length="{length}"):
-    return f"results/data/{{task}}/{split}_L{length}.parquet"
 
 
 def test_data(lengths):
@@ -85,20 +140,6 @@ def test_data(lengths):
     return files
 
 
-# Families whose Conv1D attribution runs: both the family and its twin are in the study.
-CONV1D_FAMILIES = [
-    base_arch(arch) for arch in ARCHS if arch in NO_CONV and base_arch(arch) in ARCHS
-]
-
-
-def is_pretrained(wildcards):
-    return wildcards.arch in PRETRAINED
-
-
-def backbone_dir(name):
-    return f"resources/models/{name}"
-
-
 def backbone_input(wildcards):
     """A pretrained run starts from its fetched backbone; the small ones from nothing."""
     return (
@@ -106,9 +147,21 @@ def backbone_input(wildcards):
     )
 
 
-settings.check_pretrained_sources(
-    {name: PRETRAINED_SOURCES[name] for name in PRETRAINED}, backbone_dir
-)
+def model_files(wildcards=None, model_dir=MODEL_DIR):
+    """A trained run's files; a fine-tuned model is rebuilt from its backbone's config too."""
+    files = {
+        "weights": f"{model_dir}/model.pt",
+        "meta": f"{model_dir}/model.json",
+    }
+    return files | (backbone_input(wildcards) if wildcards is not None else {})
+
+
+##### Params functions (and the other per-job settings: priority, resources) #####
+
+
+def task_params(task):
+    """Generator parameters of one task; only they (not other tasks') reach its jobs."""
+    return config["task_params"].get(task, {})
 
 
 def model_spec(wildcards):
@@ -128,9 +181,6 @@ def train_settings(wildcards):
     if is_pretrained(wildcards):
         return PRETRAINED_CONFIG["training"]
     return settings.train_settings(config, wildcards.arch, wildcards.task)
-
-
-SWEEP_RUN = "{arch}/{task}/{block}/start{start}_lr{lr}_batch{batch_size}/seed{seed}"
 
 
 def sweep_grid_point(wildcards):
@@ -158,13 +208,9 @@ def sweep_settings(wildcards):
     )
 
 
-def sweep_runs():
-    """Every sweep run's summary file: architectures x tasks x grid points x sweep seeds."""
-    return [
-        f"results/sweep/{point['arch']}/{point['task']}/{point['block']}/start{int(point['start_token'])}"
-        f"_lr{point['lr']}_batch{point['batch_size']}/seed{point['seed']}.csv"
-        for point in settings.sweep_points(config)
-    ]
+def learnability_settings(wildcards):
+    """A pair's own training settings to the learnability cap (statelayers.settings)."""
+    return settings.learnability_settings(config, wildcards.arch, wildcards.task)
 
 
 def mamba_settings(wildcards):
@@ -176,6 +222,53 @@ def mamba_settings(wildcards):
     if not is_pretrained(wildcards) and base_arch(wildcards.arch) not in SSM:
         return None
     return {"backend": training["mamba_backend"], "scan": training["mamba_scan"]}
+
+
+def run_params(spec, training, seed=None):
+    """The params function of a training job (train, sweep_train, learnability_train): its
+    ``run`` param, statelayers.training.RunInputs but for the input files (the job script
+    adds them). ``spec`` and ``training`` give the job's model and training settings;
+    ``seed`` is the job's seed wildcard unless given. Every value is a param, so a config
+    change reruns exactly the runs it changes."""
+
+    def run(wildcards):
+        return {
+            "spec": spec(wildcards),
+            "training": training(wildcards),
+            "seed": int(wildcards.seed) if seed is None else seed,
+            "data_seed": config["data_seed"],
+            "train_length": TRAIN_LENGTH,
+            "device": config["training"]["device"],
+            "mamba": mamba_settings(wildcards),
+        }
+
+    return run
+
+
+def intervention_settings(wildcards):
+    return settings.intervention_settings(config, is_pretrained(wildcards))
+
+
+def stored_test_sequences(wildcards):
+    return (
+        PRETRAINED_CONFIG["test_sequences"]
+        if is_pretrained(wildcards)
+        else config["states"]["test_sequences"]
+    )
+
+
+def learnability_rows():
+    """The rows of every committed learnability table (benchmarks/learnability*.csv): what
+    a pair that did not learn needs, for the claims. Params, not input, so the claims rule
+    never asks for a learnability measurement, and still reruns when a table changes."""
+    tables = sorted(Path("benchmarks").glob("learnability*.csv"))
+    frames = [pd.read_csv(path) for path in tables if not path.stem.endswith("_curves")]
+    if not frames:
+        return []
+    table = pd.concat(frames, ignore_index=True)[
+        ["arch", "task", "cap", "steps_to_95", "best_val_accuracy"]
+    ]
+    return table.astype(object).where(table.notna(), None).to_dict("records")
 
 
 def train_priority(wildcards):
@@ -204,38 +297,13 @@ def gpu_jobs():
 
 
 def model_gpu(wildcards):
-    """Fine-tuning a pretrained model always asks for a GPU token; the small models when on CUDA."""
-    return 1 if is_pretrained(wildcards) else gpu_jobs()
+    """Fine-tuning a pretrained model asks for PRETRAINED_GPU_TOKENS (pretrained.smk): a
+    backbone of hundreds of millions of parameters fills a GPU that holds several small
+    jobs; the small models ask for one token when on CUDA."""
+    return PRETRAINED_GPU_TOKENS if is_pretrained(wildcards) else gpu_jobs()
 
 
-def intervention_settings(wildcards):
-    return settings.intervention_settings(config, is_pretrained(wildcards))
-
-
-def stored_test_sequences(wildcards):
-    return (
-        PRETRAINED_CONFIG["test_sequences"]
-        if is_pretrained(wildcards)
-        else config["states"]["test_sequences"]
-    )
-
-
-def test_state_files(states_dir=STATES_DIR, lengths=EVAL_LENGTHS):
-    """The test-state files of a run, named ``L<length>`` like the test data."""
-    return {f"L{length}": f"{states_dir}/test_L{length}.parquet" for length in lengths}
-
-
-def model_files(wildcards=None, model_dir=MODEL_DIR):
-    """A trained run's files; a fine-tuned model is rebuilt from its backbone's config too."""
-    files = {
-        "weights": f"{model_dir}/model.pt",
-        "meta": f"{model_dir}/model.json",
-    }
-    return files | (backbone_input(wildcards) if wildcards is not None else {})
-
-
-onstart:
-    check_devices()
+##### Targets: the files a stage gathers, and the default target #####
 
 
 def per_run(pattern, tasks=TASKS):
@@ -246,75 +314,19 @@ def pretrained_runs(pattern, tasks=TASKS):
     return expand(pattern, arch=PRETRAINED, task=tasks, seed=PRETRAINED_SEEDS)
 
 
-def check_devices():
-    """Stop before any job when CUDA is asked for on a machine that has none.
-
-    Runs at ``onstart``, when the executor is known: on a cluster the submitting host
-    need not have a GPU, so only local runs are checked here (jobs check again).
-    """
-    local = (
-        workflow.executor_plugin is not None
-        and workflow.executor_plugin.name == "local"
-    )
-    if not local or shutil.which("nvidia-smi") is not None:
-        return
-    training = config["training"]
-    if training["device"] == "cuda":
-        raise ValueError(
-            "config: training.device is 'cuda' but this machine has no NVIDIA GPU "
-            "(nvidia-smi not found); use 'auto' or 'cpu'"
-        )
-    mamba_jobs = PRETRAINED or [a for a in ARCHS if base_arch(a) in SSM]
-    if training["mamba_backend"] == "cuda" and mamba_jobs:
-        raise ValueError(
-            "config: training.mamba_backend is 'cuda' (the mamba-ssm kernels) but this machine "
-            "has no NVIDIA GPU (nvidia-smi not found); use 'auto' or 'torch'"
-        )
-
-
-def model_output(path):
-    """Model files, write-protected when ``training.protect_checkpoints`` is set."""
-    return protected(path) if config["training"]["protect_checkpoints"] else path
-
-
-# Every aggregate table the rules share, named once: rules write and read them by key.
-TABLES = {
-    name: f"results/tables/{name}.csv"
-    for name in (
-        "behaviour",
-        "probes",
-        "ablations",
-        "readability_vs_causality",
-        "params",
-        "training",
-        "learning_curves",
-        "behaviour_summary",
-        "probe_summary",
-        "profile_shapes",
-        "codedepth_corpus",
-        "conv1d",
-        "conv1d_summary",
-        "pretrained_behaviour",
-        "pretrained_probes",
-        "pretrained_ablations",
-        "patching",
-        "sweep",
-    )
-}
-
-
-def learnability_rows():
-    """The rows of every committed learnability table (benchmarks/learnability*.csv): what
-    a pair that did not learn needs, for the claims. Params, not input, so the claims rule
-    never asks for a learnability measurement, and still reruns when a table changes."""
-    tables = sorted(Path("benchmarks").glob("learnability*.csv"))
-    frames = [pd.read_csv(path) for path in tables if not path.stem.endswith("_curves")]
-    if not frames:
-        return []
-    table = pd.concat(frames, ignore_index=True)[
-        ["arch", "task", "cap", "steps_to_95", "best_val_accuracy"]
+def sweep_runs():
+    """Every sweep run's summary file: architectures x tasks x grid points x sweep seeds."""
+    return [
+        f"results/sweep/{point['arch']}/{point['task']}/{point['block']}/start{int(point['start_token'])}"
+        f"_lr{point['lr']}_batch{point['batch_size']}/seed{point['seed']}.csv"
+        for point in settings.sweep_points(config)
     ]
-    return table.astype(object).where(table.notna(), None).to_dict("records")
+
+
+def learnability_inputs(pattern):
+    """``pattern`` for every pair the learnability measurement covers, in the study's order."""
+    archs, tasks = zip(*settings.learnability_pairs(config))
+    return expand(pattern, zip, arch=archs, task=tasks)
 
 
 def final_outputs():

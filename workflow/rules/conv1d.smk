@@ -15,7 +15,6 @@ rule conv1d_inference:
         f"results/benchmarks/conv1d/{RUN}.tsv"
     wildcard_constraints:
         arch="|".join(SSM),
-    retries: config["retries"]
     conda:
         CONDA_ENV
     threads: config["training"]["threads"]

@@ -7,7 +7,6 @@ rule task_data:
         "results/logs/data/{task}/{split}_L{length}.log",
     benchmark:
         "results/benchmarks/data/{task}/{split}_L{length}.tsv"
-    retries: config["retries"]
     conda:
         CONDA_ENV
     params:
@@ -30,7 +29,6 @@ rule code_corpus:
         "results/logs/data/codedepth/corpus.log",
     benchmark:
         "results/benchmarks/data/codedepth/corpus.tsv"
-    retries: config["retries"]
     conda:
         CONDA_ENV
     params:

@@ -11,7 +11,6 @@ rule evaluate:
         f"results/logs/evaluate/{RUN}.log",
     benchmark:
         f"results/benchmarks/evaluate/{RUN}.tsv"
-    retries: config["retries"]
     conda:
         CONDA_ENV
     threads: config["training"]["threads"]
@@ -43,7 +42,6 @@ rule untrained:
         f"results/logs/untrained/{RUN}.log",
     benchmark:
         f"results/benchmarks/untrained/{RUN}.tsv"
-    retries: config["retries"]
     conda:
         CONDA_ENV
     threads: config["training"]["threads"]

@@ -13,7 +13,6 @@ rule interventions:
         f"results/logs/interventions/{RUN}.log",
     benchmark:
         f"results/benchmarks/interventions/{RUN}.tsv"
-    retries: config["retries"]
     conda:
         CONDA_ENV
     threads: config["training"]["threads"]

@@ -13,12 +13,6 @@ LEARNABILITY = {
     "curves": f"benchmarks/{LEARNABILITY_NAME}_curves.csv",
     "figure": f"benchmarks/{LEARNABILITY_NAME}",
 }
-LEARNABILITY_ARCHS, LEARNABILITY_TASKS = zip(*settings.learnability_pairs(config))
-
-
-def learnability_inputs(pattern):
-    """``pattern`` for every measured pair, in the study's order."""
-    return expand(pattern, zip, arch=LEARNABILITY_ARCHS, task=LEARNABILITY_TASKS)
 
 
 localrules:
@@ -48,21 +42,14 @@ rule learnability_train:
     benchmark:
         f"results/benchmarks/learnability/{LEARNABILITY_NAME}/{{arch}}/{{task}}.tsv"
     priority: train_priority
-    retries: config["retries"]
     conda:
         CONDA_ENV
-    threads: config["training"]["threads"]
+    threads: rules.train.rule.resources["_cores"]
     resources:
         gpu=model_gpu,
     params:
+        run=run_params(model_spec, learnability_settings, seed=LEARNABILITY_SEED),
         pair=lambda wc: {"arch": wc.arch, "task": wc.task},
-        spec=model_spec,
-        training=lambda wc: settings.learnability_settings(config, wc.arch, wc.task),
-        seed=LEARNABILITY_SEED,
-        data_seed=config["data_seed"],
-        train_length=TRAIN_LENGTH,
-        device=config["training"]["device"],
-        mamba=mamba_settings,
     script:
         "../scripts/learnability_train.py"
 

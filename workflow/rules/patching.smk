@@ -15,7 +15,6 @@ rule patching:
         f"results/benchmarks/patching/{RUN}.tsv"
     wildcard_constraints:
         task="|".join(PATCHING_TASKS) or "(?!)",
-    retries: config["retries"]
     conda:
         CONDA_ENV
     threads: config["training"]["threads"]

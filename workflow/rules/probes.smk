@@ -8,7 +8,6 @@ rule probes:
         f"results/logs/probes/{RUN}.log",
     benchmark:
         f"results/benchmarks/probes/{RUN}.tsv"
-    retries: config["retries"]
     conda:
         CONDA_ENV
     threads: 1

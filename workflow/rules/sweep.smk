@@ -33,21 +33,14 @@ rule sweep_train:
         lr=r"[0-9.eE+-]+",
         batch_size=r"\d+",
     priority: train_priority
-    retries: config["retries"]
     conda:
         CONDA_ENV
-    threads: config["training"]["threads"]
+    threads: rules.train.rule.resources["_cores"]
     resources:
         gpu=model_gpu,
     params:
-        spec=sweep_spec,
+        run=run_params(sweep_spec, sweep_settings),
         point=sweep_grid_point,
-        training=sweep_settings,
-        seed=lambda wc: int(wc.seed),
-        data_seed=config["data_seed"],
-        train_length=TRAIN_LENGTH,
-        device=config["training"]["device"],
-        mamba=mamba_settings,
     script:
         "../scripts/sweep_train.py"
 

@@ -12,19 +12,12 @@ rule train:
     benchmark:
         f"results/benchmarks/train/{RUN}.tsv"
     priority: train_priority
-    retries: config["retries"]
     conda:
         CONDA_ENV
     threads: config["training"]["threads"]
     resources:
         gpu=model_gpu,
     params:
-        spec=model_spec,
-        training=train_settings,
-        seed=lambda wc: int(wc.seed),
-        data_seed=config["data_seed"],
-        train_length=TRAIN_LENGTH,
-        device=config["training"]["device"],
-        mamba=mamba_settings,
+        run=run_params(model_spec, train_settings),
     script:
         "../scripts/train.py"

@@ -8,22 +8,15 @@ import pandas as pd
 from statelayers import io, runtime
 from statelayers.learnability import pair_checks
 from statelayers.report.learnability import COLUMNS, CURVE_COLUMNS, summary
+from statelayers.training import RunInputs
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0], sm.threads)
 checks, cap = pair_checks(
     io.read_json(sm.input.default_meta),
     pd.read_csv(sm.input.default_history),
-    sm.params.spec,
-    sm.params.training,
-    seed=sm.params.seed,
-    device=sm.params.device,
-    mamba=sm.params.mamba,
-    data_seed=sm.params.data_seed,
-    train_length=sm.params.train_length,
-    validation_path=sm.input.validation,
+    RunInputs.of_job(sm.params.run, sm.input),
     resume_path=Path(sm.output.summary).with_suffix(".resume.pt"),
-    corpus_path=sm.input.get("corpus"),
 )
 pair = sm.params.pair
 io.write_csv(pd.DataFrame([pair | summary(checks, cap)])[COLUMNS], sm.output.summary)

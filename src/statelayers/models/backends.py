@@ -18,6 +18,14 @@ other devices); ``scan="reference"`` runs transformers' own PyTorch code.
 The kernels read ``conv1d.weight`` directly and never call the Conv1D module, which is
 why the Conv1D ablation sets weights (:func:`statelayers.models.tagger.make_conv_identity`)
 rather than hooking the module.
+
+Under ``cuda`` the causal convolution gets its input through :func:`kernel_strides`:
+outside training (where Mamba-2's fused kernel runs the convolution itself) transformers
+hands causal-conv1d a channel-last view into the input projection, whose strides the
+kernel rejects unless they are multiples of 8 (Mamba-2 at an odd ``expand``, for one).
+
+Importing this module applies :data:`statelayers.runtime.KERNEL_ENVIRONMENT` before
+transformers' Mamba modules import mamba-ssm (it reads ``MAMBA_DETERMINISTIC`` then).
 """
 
 from __future__ import annotations
@@ -29,7 +37,10 @@ from collections.abc import Callable
 
 import torch
 
+from statelayers.runtime import kernel_environment
+
 log = logging.getLogger(__name__)
+kernel_environment()  # before the imports below, which import mamba-ssm where it is installed
 
 BACKENDS = ("auto", "torch", "cuda")
 KERNEL_FUNCTIONS = {
@@ -59,13 +70,18 @@ _RESOLVED: dict[tuple[str, str], Callable] = {
 
 
 def kernels_importable() -> bool:
-    """Whether mamba-ssm and causal-conv1d import (they are CUDA-only builds)."""
-    try:
-        for package in KERNEL_PACKAGES:
-            importlib.import_module(package)
-    except Exception:  # a CPU machine fails inside their CUDA extensions, not only with ImportError
-        return False
-    return True
+    """Whether transformers bound every Mamba and Mamba-2 kernel function to mamba-ssm or
+    causal-conv1d when it imported its modules (:data:`KERNEL_FUNCTIONS`).
+
+    The packages importing is not enough: transformers binds each function on its own and
+    falls back to PyTorch, silently, on any import error (mamba-ssm's package root imports
+    the compiled ``selective_scan_cuda``, for one). Versions of transformers that publish
+    ``is_fast_path_available`` must also say ``True`` there.
+    """
+    for module_name in KERNEL_FUNCTIONS:
+        if getattr(importlib.import_module(module_name), "is_fast_path_available", True) is not True:
+            return False
+    return all(implementation(function) in KERNEL_PACKAGES for function in _RESOLVED.values())
 
 
 def resolve_backend(backend: str, device: torch.device | str = "cpu") -> str:
@@ -83,15 +99,61 @@ def resolve_backend(backend: str, device: torch.device | str = "cpu") -> str:
     return backend
 
 
-def implementation(function: Callable) -> str:
-    """The package that actually computes ``function``: ``transformers`` for a PyTorch
-    reference, else the kernel package its wrapper closes over (mamba_ssm, causal_conv1d)."""
-    for cell in function.__closure__ or ():
-        target = cell.cell_contents
-        module = getattr(target, "__module__", "") or ""
-        if callable(target) and module.split(".")[0] in KERNEL_PACKAGES:
-            return module.split(".")[0]
+def _package(function: object) -> str:
     return (getattr(function, "__module__", "") or "").split(".")[0]
+
+
+def implementation(function: Callable, depth: int = 3) -> str:
+    """The package that actually computes ``function``: ``transformers`` for a PyTorch
+    reference, else the kernel package its wrapper closes over (mamba_ssm, causal_conv1d),
+    also through up to ``depth`` wrappers around that one (:func:`kernel_strides`'s)."""
+    if _package(function) in KERNEL_PACKAGES:
+        return _package(function)
+    callables = [cell.cell_contents for cell in getattr(function, "__closure__", None) or ()]
+    callables = [target for target in callables if callable(target)]
+    for target in callables:
+        if _package(target) in KERNEL_PACKAGES:
+            return _package(target)
+    if depth > 0:
+        for target in callables:
+            if inspect.isfunction(target) and implementation(target, depth - 1) in KERNEL_PACKAGES:
+                return implementation(target, depth - 1)
+    return _package(function)
+
+
+def kernel_layout(x: torch.Tensor) -> torch.Tensor:
+    """``x`` ``(batch, channels, length)``, copied where causal-conv1d's kernel would reject
+    its strides, else itself.
+
+    The kernel takes a channels-first input (stride 1 along the length) of any size, and
+    a channel-last one (stride 1 along the channels) only when the channels and the
+    strides of the batch and the length are multiples of 8 (``causal_conv1d_fwd`` and
+    ``causal_conv1d_bwd`` check it). transformers' Mamba-2 outside training passes a
+    channel-last view into the input projection, whose length stride is that projection's
+    width (``2 * expand * d_model + 2 * state_size + heads``: 84 at ``d_model`` 16 and
+    ``expand`` 2; not a multiple of 8 at an odd ``expand`` with the study's 128, 64 and
+    32). As mamba-ssm's ``ensure_stride`` does for its fused kernel, such a view becomes a
+    dense channel-last copy (stride ``channels`` along the length), or a channels-first
+    one where the channels are not a multiple of 8.
+    """
+    if x.dim() != 3 or x.stride(1) != 1 or x.stride(2) <= 1:
+        return x  # channels-first, or a layout the kernel's Python side makes contiguous
+    if x.shape[1] % 8:
+        return x.contiguous()
+    if x.stride(0) % 8 or x.stride(2) % 8:
+        return x.transpose(1, 2).contiguous().transpose(1, 2)
+    return x
+
+
+def kernel_strides(function: Callable) -> Callable:
+    """``function`` (causal-conv1d's ``causal_conv1d_fn``, as transformers bound it) with
+    its input laid out by :func:`kernel_layout` first; everything else passes unchanged."""
+
+    def causal_conv1d_fn(x: torch.Tensor, *args, **kwargs) -> torch.Tensor:
+        return function(kernel_layout(x), *args, **kwargs)
+
+    causal_conv1d_fn.__doc__ = function.__doc__
+    return causal_conv1d_fn
 
 
 def use_backend(backend: str, device: torch.device | str = "cpu", scan: str = "fast") -> str:
@@ -105,11 +167,11 @@ def use_backend(backend: str, device: torch.device | str = "cpu", scan: str = "f
         raise ValueError(f"unknown Mamba scan {scan!r}; expected 'fast' or 'reference'")
     resolved = resolve_backend(backend, device)
     for (module_name, name), function in _RESOLVED.items():
-        setattr(
-            importlib.import_module(module_name),
-            name,
-            function if resolved == "cuda" else inspect.unwrap(function),
-        )
+        if resolved == "torch":
+            function = inspect.unwrap(function)
+        elif name == "causal_conv1d_fn":
+            function = kernel_strides(function)
+        setattr(importlib.import_module(module_name), name, function)
     if resolved == "torch":
         mamba = importlib.import_module("transformers.models.mamba.modeling_mamba")
         mamba.mamba_selective_scan = selective_scan if scan == "fast" else REFERENCE_SCAN

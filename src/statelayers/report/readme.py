@@ -219,7 +219,7 @@ def paper_budget_markdown(outcomes: pd.DataFrame, steps: int) -> str:
             said.append(f"{pair} reaches validation {LEARNED_ACCURACY} at step {int(row.steps_to_95)}")
         else:
             said.append(
-                f"{pair} does not (best validation accuracy {row.best_val_accuracy:.3f}, "
+                f"{pair} does not reach it (best validation accuracy {row.best_val_accuracy:.3f}, "
                 f"{row.slope_per_1000:+.3f} per 1 000 steps over the last 2 000)"
             )
     return (
