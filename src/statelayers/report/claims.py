@@ -632,8 +632,7 @@ def profile_findings(
     prefix = "" if profile == "probe_accuracy" else f"{profile}_"
     task = lambda name: shapes[shapes["task"] == name]  # noqa: E731
     late = lambda name, arch: _by_seed(task(name), arch, f"{prefix}late_concentration")  # noqa: E731
-    crossing = lambda name, arch: _by_seed(task(name), arch, f"{prefix}crossing_95")  # noqa: E731
-    first = lambda name, arch: _by_seed(task(name), arch, f"{prefix}first_layer_95")  # noqa: E731
+    at = lambda name, arch, stat: _by_seed(task(name), arch, f"{prefix}{stat}")  # noqa: E731
 
     def claim(
         name: str,
@@ -642,17 +641,27 @@ def profile_findings(
         kind: str,
         needs: list[tuple[str, str]],
         group: str,
-        decides: bool = True,
     ) -> SubClaim:
-        return SubClaim(
-            name,
-            per_seed,
-            quantity,
-            kind=kind,
-            unlearned=learned.blocking(needs),
-            group=group,
-            decides=decides,
+        return SubClaim(name, per_seed, quantity, kind=kind, unlearned=learned.blocking(needs), group=group)
+
+    def position(label: str, value, difference: bool, kind: str, needs: list[tuple[str, str]], group: str):
+        """A layer-position sub-claim on the 95 % crossing, which decides, and the same on
+        the whole block, reported beside it. ``label`` names the statistic ``{}``;
+        ``value(stat)`` is the per-seed quantity of a shape column."""
+        decided = claim(
+            label.format("95 % crossing"),
+            value("crossing_95"),
+            LAYER_DIFFERENCE if difference else LAYER_POSITION,
+            kind,
+            needs,
+            group,
         )
+        whole = WHOLE_BLOCK_DIFFERENCE if difference else WHOLE_BLOCK_POSITION
+        reported = claim(
+            label.format("first block at 95 %"), value("first_layer_95"), whole, kind, needs, group
+        )
+        reported.decides = False
+        return [decided, reported]
 
     jump = Finding(2)
     jump.missing = _requires(archs, {"mamba", "lstm", "transformer"}, "architectures") or _requires(
@@ -661,24 +670,15 @@ def profile_findings(
     if not jump.missing:
         for name in ("parity", "s3"):
             for arch in ("mamba", "lstm"):
-                jump.claims += [
-                    claim(
-                        f"{name} {arch} 95 % crossing - last block",
-                        crossing(name, arch) - n_blocks,
-                        LAYER_POSITION,
-                        "at_least",
-                        [(arch, name)],
-                        name,
-                    ),
-                    claim(
-                        f"{name} {arch} first block at 95 % - last block",
-                        first(name, arch) - n_blocks,
-                        WHOLE_BLOCK_POSITION,
-                        "at_least",
-                        [(arch, name)],
-                        name,
-                        decides=False,
-                    ),
+                jump.claims += position(
+                    f"{name} {arch} {{}} - last block",
+                    lambda stat, name=name, arch=arch: at(name, arch, stat) - n_blocks,
+                    False,
+                    "at_least",
+                    [(arch, name)],
+                    name,
+                )
+                jump.claims.append(
                     claim(
                         f"{name} {arch} - transformer late concentration",
                         late(name, arch) - late(name, "transformer"),
@@ -686,53 +686,31 @@ def profile_findings(
                         "greater",
                         [(arch, name), ("transformer", name)],
                         name,
-                    ),
-                ]
+                    )
+                )
 
     dyck = Finding(3)
     dyck.missing = _requires(archs, {"mamba", "lstm", "transformer"}, "architectures") or _requires(
         tasks, {"dyck"}, "tasks"
     )
     if not dyck.missing:
-        dyck.claims += [
-            claim(
-                "dyck transformer: 2 - 95 % crossing",
-                2 - crossing("dyck", "transformer"),
-                LAYER_POSITION,
-                "at_least",
-                [("transformer", "dyck")],
-                "transformer",
-            ),
-            claim(
-                "dyck transformer: 2 - first block at 95 %",
-                2 - first("dyck", "transformer"),
-                WHOLE_BLOCK_POSITION,
-                "at_least",
-                [("transformer", "dyck")],
-                "transformer",
-                decides=False,
-            ),
-        ]
+        dyck.claims += position(
+            "dyck transformer: 2 - {}",
+            lambda stat: 2 - at("dyck", "transformer", stat),
+            False,
+            "at_least",
+            [("transformer", "dyck")],
+            "transformer",
+        )
         for arch in ("mamba", "lstm"):
-            dyck.claims += [
-                claim(
-                    f"dyck {arch} - transformer 95 % crossing",
-                    crossing("dyck", arch) - crossing("dyck", "transformer"),
-                    LAYER_DIFFERENCE,
-                    "greater",
-                    [(arch, "dyck"), ("transformer", "dyck")],
-                    arch,
-                ),
-                claim(
-                    f"dyck {arch} - transformer first block at 95 %",
-                    first("dyck", arch) - first("dyck", "transformer"),
-                    WHOLE_BLOCK_DIFFERENCE,
-                    "greater",
-                    [(arch, "dyck"), ("transformer", "dyck")],
-                    arch,
-                    decides=False,
-                ),
-            ]
+            dyck.claims += position(
+                f"dyck {arch} - transformer {{}}",
+                lambda stat, arch=arch: at("dyck", arch, stat) - at("dyck", "transformer", stat),
+                True,
+                "greater",
+                [(arch, "dyck"), ("transformer", "dyck")],
+                arch,
+            )
 
     follows = Finding(4)
     follows.missing = _requires(archs, set(FAMILIES), "architectures") or _requires(
