@@ -117,13 +117,12 @@ def test_tables_are_complete_and_non_trivial(workdir):
     assert last_check.to_dict() == training.set_index(["arch", "task", "seed"])["steps"].to_dict()
 
     shapes = pd.read_csv(tables / "profile_shapes.csv")
-    shape_metrics = {"first_layer_95", "late_concentration", "best_block_accuracy", "last_block_accuracy"}
+    positions = ("crossing_95", "first_layer_95", "late_concentration")
+    shape_metrics = {*positions, "best_block_accuracy", "last_block_accuracy"}
     gains = ("selectivity", "gain_over_untrained", "gain_over_token")
-    shape_metrics |= {
-        f"{gain}_{shape}" for gain in gains for shape in ("first_layer_95", "late_concentration")
-    }
+    shape_metrics |= {f"{gain}_{shape}" for gain in gains for shape in positions}
     assert set(shapes["metric"]) == shape_metrics
-    assert shapes.groupby(["arch", "task", "target"]).size().eq(10).all() and len(shapes) == 20 * 10
+    assert shapes.groupby(["arch", "task", "target"]).size().eq(14).all() and len(shapes) == 20 * 14
     probes = pd.read_csv(tables / "probes.csv")
     assert (probes["selectivity"] == probes["probe_accuracy"] - probes["control_accuracy"]).all()
     assert (probes["gain_over_token"] == probes["probe_accuracy"] - probes["token_baseline"]).all()
