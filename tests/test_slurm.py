@@ -12,7 +12,20 @@ while the test cancels one running ``train`` job with ``scancel``; then:
   others, under the run's job name, all COMPLETED except the cancelled one;
 - the cancelled job failed in Slurm (CANCELLED), Snakemake resubmitted it (the
   config ``retries``) under a new Slurm id that completed, and the run succeeded;
-- every table in results/tables equals the one a local run of the same config writes.
+- every table in results/tables equals the one a local run of the same config writes
+  (wall-clock columns aside).
+
+A second run goes through the GPU profile, layered on profiles/slurm with the site's
+partition and account as its only options (``--profile profiles/slurm
+--workflow-profile profiles/slurm-gpu --default-resources slurm_partition=gpu
+slurm_account=...``), on the same cluster, whose node has fake GPUs (tools/slurm/start.sh):
+
+- every model job asked for one GPU (--gpus=1, --cpus-per-gpu) in that partition and
+  account, and Slurm allocated it one (``scontrol show job -d``: JOB_GRES=gpu:1, and a
+  device index while it ran); no other job got a GPU; its tables equal the local run's.
+
+A third, short run (training only) goes through profiles/slurm-gpu/shard.yaml: every
+model job asked for and got one ``shard`` of a GPU, and two ran on one GPU at once.
 """
 
 from __future__ import annotations
@@ -40,28 +53,92 @@ RUN_TIMEOUT = 1800  # seconds for the whole Slurm run
 CANCEL_RULE = "train"
 
 
+def rule_texts(root: Path = REPO) -> list[str]:
+    return [(root / "Snakefile").read_text()] + [
+        smk.read_text() for smk in sorted((root / "workflow" / "rules").glob("*.smk"))
+    ]
+
+
+def all_rules(root: Path = REPO) -> set[str]:
+    """Every rule of the workflow: ``rule X:`` and ``use rule Y as X``."""
+    names = set()
+    for text in rule_texts(root):
+        names |= set(re.findall(r"^rule (\w+):", text, re.MULTILINE))
+        names |= set(re.findall(r"^use rule \w+ as (\w+)", text, re.MULTILINE))
+    return names
+
+
+def gpu_rules(root: Path = REPO) -> set[str]:
+    """The model rules: those with a ``gpu`` resource (and rules derived from them)."""
+    found, texts = set(), rule_texts(root)
+    for text in texts:
+        for rule, body in re.findall(r"^rule (\w+):\n((?:[ \t]+.*\n|\n)*)", text, re.MULTILINE):
+            if re.search(r"^\s+gpu=", body, re.MULTILINE):
+                found.add(rule)
+    for text in texts:  # `use rule X as Y with:` keeps X's resources
+        found |= {
+            child
+            for parent, child in re.findall(r"^use rule (\w+) as (\w+)", text, re.MULTILINE)
+            if parent in found
+        }
+    return found
+
+
 def test_profile_requests_gpus_only_where_rules_use_them():
     """Every rule with a ``gpu`` resource has a set-resources entry (gpu 0 until a GPU
     cluster switches it on); no global gpu limit; the Slurm executor; squeue status."""
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
-    gpu_rules, texts = set(), [smk.read_text() for smk in (REPO / "workflow" / "rules").glob("*.smk")]
-    for text in texts:
-        for rule, body in re.findall(r"^rule (\w+):\n((?:[ \t]+.*\n|\n)*)", text, re.MULTILINE):
-            if re.search(r"^\s+gpu=", body, re.MULTILINE):
-                gpu_rules.add(rule)
-    for text in texts:  # `use rule X as Y with:` keeps X's resources
-        gpu_rules |= {
-            child
-            for parent, child in re.findall(r"^use rule (\w+) as (\w+)", text, re.MULTILINE)
-            if parent in gpu_rules
-        }
-    assert {"train", "evaluate", "interventions"} <= gpu_rules
+    gpu_rules_ = gpu_rules()
+    assert {"train", "evaluate", "interventions"} <= gpu_rules_
     with_gpu = {rule for rule, res in profile["set-resources"].items() if "gpu" in res}
-    assert with_gpu == gpu_rules
-    assert all(profile["set-resources"][rule]["gpu"] == 0 for rule in gpu_rules)
-    assert all(profile["set-resources"][rule]["cpus_per_gpu"] >= 1 for rule in gpu_rules)
+    assert with_gpu == gpu_rules_
+    assert all(profile["set-resources"][rule]["gpu"] == 0 for rule in gpu_rules_)
+    assert all(profile["set-resources"][rule]["cpus_per_gpu"] >= 1 for rule in gpu_rules_)
     assert "resources" not in profile and "gpu" not in str(profile["default-resources"])
     assert profile["executor"] == "slurm" and profile["slurm-status-command"] == "squeue"
+
+
+GPU_PROFILES = REPO / "profiles" / "slurm-gpu"
+# The one command for a GPU cluster (docs/slurm.md): the site's partition and account
+# are its only options. The test cluster has a partition `gpu`; without slurmdbd any
+# account is accepted and recorded.
+GPU_RUN = [
+    "--profile", "profiles/slurm",
+    "--workflow-profile", "profiles/slurm-gpu",
+    "--default-resources", "slurm_partition=gpu", "slurm_account=statelayers",
+]  # fmt: skip
+SHARD_RUN = [
+    "--profile", "profiles/slurm",
+    "--workflow-profile", "profiles/slurm-gpu/shard.yaml",
+    "--default-resources", "slurm_partition=gpu", "slurm_account=statelayers",
+]  # fmt: skip
+
+
+def test_gpu_profile_gives_every_model_rule_one_gpu():
+    """profiles/slurm-gpu: one GPU (or, in shard.yaml, one shard) for exactly the model
+    rules; every rule that is submitted has its own runtime and mem_mb, so that the
+    command line's --default-resources (partition, account) replaces nothing needed;
+    the executor settings are left to profiles/slurm, under which it is layered."""
+    remote = all_rules() - declared_localrules(REPO) - {"all"}
+    model = gpu_rules()
+    assert model <= remote and {"probes", "task_data"} <= remote - model
+    whole = yaml.safe_load((GPU_PROFILES / "config.yaml").read_text())
+    shard = yaml.safe_load((GPU_PROFILES / "shard.yaml").read_text())
+    for profile in (whole, shard):
+        assert set(profile) == {"default-resources", "set-resources"}
+        assert set(profile["set-resources"]) == remote
+        for rule, res in profile["set-resources"].items():
+            assert {"runtime", "mem_mb"} <= set(res), rule
+        assert not {"slurm_partition", "slurm_account"} & set(profile["default-resources"])
+    for rule in remote:
+        assert whole["set-resources"][rule].get("gpu", 0) == (1 if rule in model else 0)
+        assert shard["set-resources"][rule].get("gpu", 0) == 0
+        assert shard["set-resources"][rule].get("gres") == ("shard:1" if rule in model else None)
+        assert ("cpus_per_gpu" in whole["set-resources"][rule]) == (rule in model)
+        for key in ("runtime", "mem_mb"):
+            assert shard["set-resources"][rule][key] == whole["set-resources"][rule][key]
+    base = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
+    assert base["executor"] == "slurm"
 
 
 @pytest.fixture(scope="module")
@@ -279,19 +356,199 @@ def test_a_cancelled_job_is_retried_and_the_run_completes(slurm_run):
     assert "steps (100%) done" in text
 
 
-@pytest.mark.slurm
-@needs_slurm
-def test_tables_equal_those_of_a_local_run(slurm_run, local_run):
-    root = slurm_run[0]
+def assert_same_tables(root: Path, local_root: Path) -> None:
+    """Every table in results/tables equal to the local run's, but for wall-clock
+    columns (``*seconds*``, e.g. training.csv's train_seconds)."""
     on_slurm = sorted(p.name for p in (root / "results" / "tables").glob("*.csv"))
-    local = sorted(p.name for p in (local_run / "results" / "tables").glob("*.csv"))
+    local = sorted(p.name for p in (local_root / "results" / "tables").glob("*.csv"))
     assert on_slurm == local and len(local) >= 6
+
+    def read(path: Path) -> pd.DataFrame:
+        table = pd.read_csv(path)
+        return table.drop(columns=[c for c in table.columns if "seconds" in c])
+
     for name in local:
         pd.testing.assert_frame_equal(
-            pd.read_csv(root / "results" / "tables" / name),
-            pd.read_csv(local_run / "results" / "tables" / name),
+            read(root / "results" / "tables" / name),
+            read(local_root / "results" / "tables" / name),
             check_exact=False,
             rtol=1e-6,
             atol=1e-9,
             obj=name,
         )
+
+
+@pytest.mark.slurm
+@needs_slurm
+def test_tables_equal_those_of_a_local_run(slurm_run, local_run):
+    assert_same_tables(slurm_run[0], local_run)
+
+
+# The GPU profile (issue 38) on the test cluster's fake GPUs: Slurm schedules and
+# allocates them like real ones; the jobs themselves run on CPU (test.yaml: device cpu).
+
+
+def scontrol_jobs(env: dict) -> dict[str, dict[str, str]]:
+    """Slurm job id -> the fields of ``scontrol show job -d`` for every job slurmctld
+    still holds: JobState, Partition, Account, TresPerJob (--gpus), TresPerNode (--gres),
+    CpusPerTres (--cpus-per-gpu), JOB_GRES (what Slurm allocated; kept after the job
+    ends) and, while it runs, GRES with the device index (e.g. gpu:1(IDX:0))."""
+    out = subprocess.run(
+        ["scontrol", "show", "job", "-d", "--oneliner"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    jobs = {}
+    for line in out.splitlines():
+        fields = dict(re.findall(r"(\S+?)=(\S*)", line))
+        if "JobId" in fields:
+            jobs[fields["JobId"]] = fields
+    return jobs
+
+
+def run_polled(root: Path, env: dict, args: list[str], log_name: str):
+    """Run Snakemake with ``args`` while polling scontrol. Returns (exit code,
+    Snakemake's output, the last record of every Slurm job seen, and one snapshot per
+    poll: Slurm id -> GRES of the jobs RUNNING then)."""
+    log_path = root / log_name
+    last: dict[str, dict[str, str]] = {}
+    running: list[dict[str, str]] = []
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [*SNAKEMAKE, *args], cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, text=True
+        )
+        deadline = time.monotonic() + RUN_TIMEOUT
+        try:
+            while proc.poll() is None:
+                if time.monotonic() > deadline:
+                    proc.terminate()
+                    proc.wait(timeout=120)
+                    pytest.fail(f"Slurm run exceeded {RUN_TIMEOUT}s:\n{log_path.read_text()[-5000:]}")
+                try:
+                    jobs = scontrol_jobs(env)
+                except (subprocess.CalledProcessError, subprocess.TimeoutExpired):
+                    continue
+                finally:
+                    time.sleep(0.5)
+                last |= jobs
+                running.append(
+                    {i: job.get("GRES", "") for i, job in jobs.items() if job.get("JobState") == "RUNNING"}
+                )
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    last |= scontrol_jobs(env)
+    return proc.returncode, log_path.read_text(), last, running
+
+
+@pytest.fixture(scope="module")
+def gpu_run(cluster, tmp_path_factory):
+    root = copy_workflow(tmp_path_factory.mktemp("slurm_gpu_workflow"))
+    started = time.monotonic()
+    code, text, jobs, running = run_polled(
+        root, cluster, [*GPU_RUN, "--configfile", "config/test.yaml"], "snakemake_slurm_gpu.log"
+    )
+    print(f"\nGPU profile run: {time.monotonic() - started:.0f} s, exit {code}, {len(jobs)} Slurm jobs")
+    assert code == 0, f"snakemake on Slurm (GPU profile) failed ({code}):\n{text[-8000:]}"
+    return root, text, jobs, running
+
+
+@pytest.mark.slurm
+@needs_slurm
+def test_gpu_profile_every_model_job_was_granted_a_gpu(gpu_run):
+    """The one GPU-cluster command: every model job asked Slurm for one GPU and
+    cpus_per_gpu CPUs, in the partition and account given on the command line, and
+    Slurm allocated it one GPU (JOB_GRES=gpu:1; a device index while it ran); every
+    other submitted job got no GPU; the aggregate rules ran locally."""
+    root, text, jobs, running = gpu_run
+    rules, submitted, local = parse_log(text)
+    remote = set(rules) - local
+    here = declared_localrules(root) | {"all"}
+    assert local and {rules[j] for j in local} <= here
+    assert not {rules[j] for j in remote} & here
+    assert set(submitted) == remote
+    model = {j for j in remote if rules[j] in gpu_rules(root)}
+    # train, evaluate, untrained, interventions; probes (trained and untrained), task data
+    assert len(model) >= 15 * 4 and len(remote - model) >= 15 * 2
+    for j in remote:
+        for slurm_id in submitted[j]:
+            job, where = jobs[slurm_id], f"{rules[j]} (Slurm job {slurm_id})"
+            assert job["JobState"] == "COMPLETED", where
+            assert (job["Partition"], job["Account"]) == ("gpu", "statelayers"), where
+            if j in model:
+                assert job.get("TresPerJob") == "gres:gpu:1", where  # sbatch --gpus=1
+                assert job.get("CpusPerTres") == "gres:gpu:1", where  # --cpus-per-gpu=1 (threads)
+                assert job.get("JOB_GRES") == "gpu:1", where  # allocated by Slurm
+            else:
+                assert job.get("JOB_GRES") == "(null)" and "TresPerJob" not in job, where
+    model_ids = {i for j in model for i in submitted[j]}
+    other_ids = {i for j in remote - model for i in submitted[j]}
+    seen = {i: gres for snapshot in running for i, gres in snapshot.items()}
+    assert model_ids & set(seen), "no model job was seen running"
+    for i in model_ids & set(seen):
+        assert re.fullmatch(r"gpu:1\(IDX:\d+\)", seen[i]), (i, seen[i])
+    for i in other_ids & set(seen):
+        assert seen[i] == "", (i, seen[i])
+    # Each running job held its own GPU: no device index twice at one moment.
+    for snapshot in running:
+        held = [gres for i, gres in snapshot.items() if i in model_ids]
+        assert len(held) == len(set(held)), snapshot
+    assert "steps (100%) done" in text
+
+
+@pytest.mark.slurm
+@needs_slurm
+def test_gpu_profile_tables_equal_those_of_a_local_run(gpu_run, local_run):
+    assert_same_tables(gpu_run[0], local_run)
+
+
+@pytest.fixture(scope="module")
+def shard_run(cluster, tmp_path_factory):
+    """Training only (two tasks, every architecture) through profiles/slurm-gpu/shard.yaml."""
+    root = copy_workflow(tmp_path_factory.mktemp("slurm_shard_workflow"))
+    config = yaml.safe_load((root / "config" / "test.yaml").read_text())
+    targets = [
+        f"results/models/{arch}/{task}/seed{config['seeds'][0]}/model.pt"
+        for arch in config["architectures"]
+        for task in config["tasks"][:2]
+    ]
+    started = time.monotonic()
+    code, text, jobs, running = run_polled(
+        root,
+        cluster,
+        [*SHARD_RUN, "--configfile", "config/test.yaml", "--", *targets],
+        "snakemake_slurm_shard.log",
+    )
+    print(f"\nShard profile run: {time.monotonic() - started:.0f} s, exit {code}, {len(jobs)} Slurm jobs")
+    assert code == 0, f"snakemake on Slurm (shard profile) failed ({code}):\n{text[-8000:]}"
+    return root, text, jobs, running, len(targets)
+
+
+@pytest.mark.slurm
+@needs_slurm
+def test_shard_profile_model_jobs_share_a_gpu(shard_run):
+    """With shard.yaml every model job asks for one shard (sbatch --gres=shard:1) and
+    Slurm allocates one; two of them ran at the same time on the same GPU."""
+    root, text, jobs, running, n_targets = shard_run
+    rules, submitted, local = parse_log(text)
+    remote = set(rules) - local
+    model = {j for j in remote if rules[j] in gpu_rules(root)}
+    assert {rules[j] for j in model} == {"train"} and len(model) == n_targets
+    model_ids = {i for j in model for i in submitted[j]}
+    for i in model_ids:
+        job = jobs[i]
+        assert job["JobState"] == "COMPLETED", i
+        assert job.get("TresPerNode") == "gres:shard:1" and "TresPerJob" not in job, i
+        assert job.get("JOB_GRES") == "shard:1", i
+    devices_at_once = []
+    for snapshot in running:
+        found = [re.fullmatch(r"shard:1\(IDX:(\d+)\)", g) for i, g in snapshot.items() if i in model_ids]
+        assert all(found), snapshot
+        devices_at_once.append(Counter(m.group(1) for m in found))
+    assert (
+        max((max(c.values(), default=0) for c in devices_at_once), default=0) >= 2
+    ), "no two model jobs were seen running on one GPU at once"
+    assert "steps (100%) done" in text

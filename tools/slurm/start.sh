@@ -16,15 +16,26 @@
 # MinJobAge=600 is well above 3 x the plugin's init-seconds-before-status-checks
 # (see docs/slurm.md for why squeue rather than slurmdbd + MariaDB).
 #
+# GPUs without GPUs: the node offers SLURM_FAKE_GPUS generic `gpu` resources (default
+# 2), each cut into SLURM_FAKE_SHARDS `shard`s (default 4: Slurm's GPU sharing), and a
+# partition `gpu` besides the default `debug` (the same node). So `sbatch --gpus=1` and
+# `sbatch --gres=shard:1` are scheduled and allocated by Slurm itself: `scontrol show
+# job -d` shows JOB_GRES=gpu:1 and, while the job runs, GRES=gpu:1(IDX:0). There is no
+# device behind them (see below); the jobs run on CPU. SLURM_FAKE_GPUS=0 turns them off.
+# Without slurmdbd, Slurm 22.05 refuses to count gres/gpu in a job's TRES
+# (AccountingStorageTRES=gres/gpu is fatal), so TRES= shows cpu, mem and node only.
+#
 # Environment: SLURM_DIR, SLURMCTLD_PORT (6817), SLURMD_PORT (6818),
 # SLURM_START_TIMEOUT (seconds to wait for the node, 60), SLURM_NO_INSTALL=1 to
-# never call apt-get.
+# never call apt-get, SLURM_FAKE_GPUS (2), SLURM_FAKE_SHARDS (4 per GPU).
 set -euo pipefail
 
 SLURM_DIR=${SLURM_DIR:-/tmp/statelayers-slurm}
 SLURMCTLD_PORT=${SLURMCTLD_PORT:-6817}
 SLURMD_PORT=${SLURMD_PORT:-6818}
 TIMEOUT=${SLURM_START_TIMEOUT:-60}
+FAKE_GPUS=${SLURM_FAKE_GPUS:-2}
+FAKE_SHARDS=${SLURM_FAKE_SHARDS:-4}
 
 log() { echo "slurm/start: $*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -111,6 +122,38 @@ fi
 chmod 0600 "$SLURM_DIR/munge/munge.key"
 SOCKET=$SLURM_DIR/munge/munge.socket.2
 
+# Fake GPUs: generic resources that Slurm schedules, allocates and records like GPUs.
+# gres.conf (slurmd reads it next to slurm.conf) gives each GPU a device file,
+# SLURM_DIR/dev/nvidiaN: a gpu GRES without File= is dropped by Slurm's gpu plugin (the
+# node reports 0 GPUs and is set INVAL), and shards must name the GPU they share. The
+# files are character devices with the numbers of /dev/null (1, 3), as slurmd wants a
+# device there; nothing opens them (no CUDA), and with task/none no cgroup guards them.
+# Named nvidiaN, they make Slurm set CUDA_VISIBLE_DEVICES in each job as on a real node
+# (torch finds no driver and stays on CPU). Where mknod is not allowed, plain files
+# work too: slurmd logs an error and sets no CUDA_VISIBLE_DEVICES.
+[[ $FAKE_GPUS =~ ^[0-9]+$ && $FAKE_SHARDS =~ ^[0-9]+$ ]] \
+    || die "SLURM_FAKE_GPUS and SLURM_FAKE_SHARDS must be whole numbers"
+GRES_CONF="" NODE_GRES=""
+echo "# Written by tools/slurm/start.sh: fake GPUs (see there)." >"$SLURM_DIR/gres.conf"
+if ((FAKE_GPUS > 0)); then
+    rm -rf "$SLURM_DIR/dev"
+    mkdir -p "$SLURM_DIR/dev"
+    for ((i = 0; i < FAKE_GPUS; i++)); do
+        mknod "$SLURM_DIR/dev/nvidia$i" c 1 3 2>/dev/null || : >"$SLURM_DIR/dev/nvidia$i"
+        echo "NodeName=$NODE Name=gpu File=$SLURM_DIR/dev/nvidia$i" >>"$SLURM_DIR/gres.conf"
+    done
+    GRES_CONF="GresTypes=gpu"
+    NODE_GRES=" Gres=gpu:$FAKE_GPUS"
+    if ((FAKE_SHARDS > 0)); then
+        for ((i = 0; i < FAKE_GPUS; i++)); do
+            echo "NodeName=$NODE Name=shard Count=$FAKE_SHARDS File=$SLURM_DIR/dev/nvidia$i" \
+                >>"$SLURM_DIR/gres.conf"
+        done
+        GRES_CONF="GresTypes=gpu,shard"
+        NODE_GRES+=",shard:$((FAKE_GPUS * FAKE_SHARDS))"
+    fi
+fi
+
 cat >"$SLURM_DIR/slurm.conf" <<EOF
 # Written by tools/slurm/start.sh; regenerated on every start.
 ClusterName=statelayers
@@ -148,9 +191,13 @@ ReturnToService=2
 SlurmdTimeout=60
 InactiveLimit=0
 KillWait=10
-$NODE_LINE NodeAddr=127.0.0.1 State=UNKNOWN
+$GRES_CONF
+$NODE_LINE$NODE_GRES NodeAddr=127.0.0.1 State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
 EOF
+if ((FAKE_GPUS > 0)); then  # the same node as a GPU partition, as sites name theirs
+    echo "PartitionName=gpu Nodes=$NODE MaxTime=INFINITE State=UP" >>"$SLURM_DIR/slurm.conf"
+fi
 echo "export SLURM_CONF=$SLURM_DIR/slurm.conf" >"$SLURM_DIR/env.sh"
 export SLURM_CONF=$SLURM_DIR/slurm.conf
 
@@ -174,5 +221,5 @@ for name in munged slurmctld slurmd; do
 done
 
 wait_idle
-log "node $NODE idle: $(sinfo -h -N -n "$NODE" -o '%c CPUs, %m MB')"
+log "node $NODE idle: $(sinfo -h -N -n "$NODE" -o '%c CPUs, %m MB, gres %G, partition %P' | paste -sd' ')"
 echo "export SLURM_CONF=$SLURM_CONF"

@@ -4,6 +4,13 @@
 # while they still are the daemon that file names, after cancelling the cluster's
 # remaining jobs through scancel; and the /etc/slurm/slurm.conf link start.sh made.
 # Leaves the directory (logs, config) in place; SLURM_DIR_REMOVE=1 also deletes it.
+#
+# The stopped cluster's slurm.conf moves to slurm.conf.stopped and slurm.conf becomes a
+# stub without a controller: a shell that still has SLURM_CONF from env.sh gets an
+# immediate error from sbatch, squeue or scontrol instead of 9 s of retries against the
+# stopped slurmctld. That matters for every snakemake call with the Slurm executor
+# plugin installed: the plugin runs `scontrol show config` when Snakemake loads it,
+# local runs included (docs/slurm.md). start.sh writes slurm.conf anew.
 set -uo pipefail
 
 SLURM_DIR=${SLURM_DIR:-/tmp/statelayers-slurm}
@@ -63,5 +70,13 @@ if [[ -L /etc/slurm/slurm.conf && $(readlink /etc/slurm/slurm.conf) == "$SLURM_D
 fi
 if [[ ${SLURM_DIR_REMOVE:-0} == 1 && -d $SLURM_DIR ]]; then
     rm -rf -- "$SLURM_DIR"
+elif [[ -s $SLURM_DIR/slurm.conf ]] && head -n1 "$SLURM_DIR/slurm.conf" | grep -q "^# Written by tools/slurm/start.sh" \
+    && ! [[ -s $SLURM_DIR/run/slurmctld.pid ]]; then
+    mv -f "$SLURM_DIR/slurm.conf" "$SLURM_DIR/slurm.conf.stopped"
+    cat >"$SLURM_DIR/slurm.conf" <<'EOF'
+# This cluster is stopped (tools/slurm/stop.sh); its configuration is slurm.conf.stopped.
+# No controller here on purpose: Slurm commands fail at once instead of retrying the
+# stopped one. tools/slurm/start.sh writes a new slurm.conf.
+EOF
 fi
 exit 0
