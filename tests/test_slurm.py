@@ -178,16 +178,14 @@ def cluster():
         )
 
 
+def slurm_output(command: list[str], env: dict) -> str:
+    """What a Slurm client command prints (it must succeed within a minute)."""
+    return subprocess.run(command, env=env, capture_output=True, text=True, check=True, timeout=60).stdout
+
+
 def slurm_records(env: dict) -> dict[str, tuple[str, str, str]]:
     """Slurm job id -> (state, job name, comment) of every job slurmctld still holds."""
-    out = subprocess.run(
-        ["squeue", "--states=all", "--noheader", "--format=%i|%T|%j|%k"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
+    out = slurm_output(["squeue", "--states=all", "--noheader", "--format=%i|%T|%j|%k"], env)
     return {
         i: (state, name, comment)
         for i, state, name, comment in (line.split("|", 3) for line in out.splitlines() if line)
@@ -393,14 +391,7 @@ def scontrol_jobs(env: dict) -> dict[str, dict[str, str]]:
     still holds: JobState, Partition, Account, TresPerJob (--gpus), TresPerNode (--gres),
     CpusPerTres (--cpus-per-gpu), JOB_GRES (what Slurm allocated; kept after the job
     ends) and, while it runs, GRES with the device index (e.g. gpu:1(IDX:0))."""
-    out = subprocess.run(
-        ["scontrol", "show", "job", "-d", "--oneliner"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=60,
-    ).stdout
+    out = slurm_output(["scontrol", "show", "job", "-d", "--oneliner"], env)
     jobs = {}
     for line in out.splitlines():
         fields = dict(re.findall(r"(\S+?)=(\S*)", line))
