@@ -20,11 +20,11 @@ other rows are still timed; a row that raises is reported as failed, the other r
 still timed, and the exit status is 1 (also when no row was timed at all).
 
 Paper scale: every architecture of config/paper.yaml trains ``tasks x seeds`` jobs of
-at most ``training.max_steps`` steps (a ``*_noconv`` twin at its family's speed); their
+at most ``training.max_steps`` steps (a ``*_noconv`` variant at its family's speed); their
 steps divided by the measured steps per second and summed are the hours of training on
 one GPU, one job at a time, with Mamba and Mamba-2 under each backend: an upper bound,
 since a run that reaches ``training.target_accuracy`` stops early. Evaluation, probes,
-interventions and the pretrained stage are not in it.
+erasures and the pretrained stage are not in it.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ This is what ``snakemake --resources gpu=K`` does with the model jobs of config/
 K training processes share one device, each a CUDA context of its own (without MPS the
 GPU time-slices between them; with MPS their kernels overlap). Every process holds the
 paper's models (:func:`gpu_step.paper_model`, one per family of its architectures, a
-``*_noconv`` twin at its family's speed; Mamba under the config's backend) and runs the
+``*_noconv`` variant at its family's speed; Mamba under the config's backend) and runs the
 real training step, :func:`statelayers.training.training_step` on a fresh batch of
 parity sequences drawn on the host (``TrainingStream``), leaving out only the
 schedule's host-side update and the two running sums. It trains ``--block`` steps of

@@ -35,7 +35,7 @@ import pandas as pd
 import torch
 import yaml
 
-from statelayers import io
+from statelayers import files
 from statelayers.models.registry import SSM, base_arch
 from statelayers.settings import model_spec, train_settings
 from statelayers.tasks.data import make_split
@@ -107,7 +107,7 @@ def train_seconds(src: Path, settings: dict, out: Path) -> float:
     )
     if result.returncode:
         raise RuntimeError(f"training with {src} failed:\n{result.stderr[-3000:]}")
-    return io.read_json(out / "model.json")["train_seconds"]
+    return files.read_json(out / "model.json")["train_seconds"]
 
 
 def run_directory(scratch: Path, revision: str, round_: int) -> Path:
@@ -135,7 +135,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as scratch:
         scratch = Path(scratch)
         validation = scratch / "validation.parquet"
-        io.write_parquet(
+        files.write_parquet(
             make_split(
                 args.task,
                 "validation",

@@ -111,7 +111,7 @@ def paper_profile(arch, task):
     return PAPER_PROFILES[(family, "parity" if task == "s3" else task)]
 
 
-def ablation_tables(probe_drop):
+def erasure_tables(probe_drop):
     """``probe_drop``: the drop of the probe-direction erasure, a number or ``f(arch, task)``."""
     drop_of = probe_drop if callable(probe_drop) else (lambda a, t: probe_drop)
     rows, readability = [], []
@@ -150,14 +150,14 @@ def ablation_tables(probe_drop):
     return pd.DataFrame(rows), pd.DataFrame(readability)
 
 
-def run_check(behaviour, probes, ablations=None, readability=None):
+def run_check(behaviour, probes, erasures=None, readability=None):
     return check_claims(
-        behaviour, probes, ablations, readability, scale="synthetic", train_length=TRAIN_LENGTH
+        behaviour, probes, erasures, readability, scale="synthetic", train_length=TRAIN_LENGTH
     )
 
 
-def verdicts(behaviour, probes, ablations=None, readability=None):
-    claims = run_check(behaviour, probes, ablations, readability).verdicts
+def verdicts(behaviour, probes, erasures=None, readability=None):
+    claims = run_check(behaviour, probes, erasures, readability).verdicts
     return dict(zip(claims["finding"], claims["verdict"])), claims
 
 
@@ -166,7 +166,7 @@ def rows(claims):
 
 
 def test_paper_like_tables_reproduce_findings_1_to_5():
-    check = run_check(behaviour_table(paper_accuracy), probes_table(paper_profile), *ablation_tables(0.4))
+    check = run_check(behaviour_table(paper_accuracy), probes_table(paper_profile), *erasure_tables(0.4))
     found = dict(zip(check.verdicts["finding"], check.verdicts["verdict"]))
     assert [found[i] for i in range(1, 6)] == ["reproduced"] * 5, check.verdicts.to_string()
     assert found[6] == found[7] == "inconclusive"
@@ -199,7 +199,7 @@ def test_s3_behaving_like_dyck_contradicts_finding_4():
 
 
 def test_ablation_no_better_than_random_is_not_reproduced():
-    found, _ = verdicts(behaviour_table(paper_accuracy), probes_table(paper_profile), *ablation_tables(0.0))
+    found, _ = verdicts(behaviour_table(paper_accuracy), probes_table(paper_profile), *erasure_tables(0.0))
     assert found[5] == "not reproduced"
 
 
@@ -215,7 +215,7 @@ def test_missing_architecture_or_stage_is_named():
     found, claims = verdicts(behaviour[behaviour["arch"] != "gru"], probes_table(paper_profile))
     reasons = dict(zip(claims["finding"], claims["reason"]))
     assert found[1] == "inconclusive" and "gru" in reasons[1]
-    assert "interventions stage did not run" in reasons[5]
+    assert "erasures stage did not run" in reasons[5]
 
 
 def test_a_run_learned_its_task_from_the_threshold_on_at_the_training_length():
@@ -239,7 +239,7 @@ def test_findings_use_only_models_that_learned_and_name_those_that_did_not():
     inconclusive and say why; findings about tasks it learned keep their verdict."""
     unlearned = not_learned([("transformer", "parity"), ("transformer", "s3")])
     found, claims = verdicts(
-        behaviour_table(paper_accuracy, unlearned), probes_table(paper_profile), *ablation_tables(0.4)
+        behaviour_table(paper_accuracy, unlearned), probes_table(paper_profile), *erasure_tables(0.4)
     )
     reasons = rows(claims)["reason"]
     assert found[1] == "reproduced"  # behaviour keeps every run
@@ -298,19 +298,19 @@ def test_necessity_pools_the_runs_that_learned_each_task():
 
     unlearned = not_learned([("transformer", "parity")])
     found, claims = verdicts(
-        behaviour_table(paper_accuracy, unlearned), probes_table(paper_profile), *ablation_tables(drop)
+        behaviour_table(paper_accuracy, unlearned), probes_table(paper_profile), *erasure_tables(drop)
     )
     assert found[5] == "reproduced"
     nobody = not_learned([(arch, "parity") for arch in ARCHS])
     found, claims = verdicts(
-        behaviour_table(paper_accuracy, nobody), probes_table(paper_profile), *ablation_tables(0.4)
+        behaviour_table(paper_accuracy, nobody), probes_table(paper_profile), *erasure_tables(0.4)
     )
     assert found[5] == "inconclusive"
     assert "lstm did not learn parity" in rows(claims)["reason"][5]
 
 
 def conv1d_rows(lost_pp):
-    """The Conv1D table for Mamba and its twin; ``lost_pp[task]`` = accuracy lost without Conv1D."""
+    """The Conv1D table for Mamba and its no-conv variant; ``lost_pp[task]`` = accuracy lost without Conv1D."""
     rows = []
     for task in ("parity", "s3", "dyck"):
         for seed in SEEDS:
@@ -352,7 +352,7 @@ def conv1d_verdict(lost_pp):
     return finding(7, conv1d=None if lost_pp is None else conv1d_rows(lost_pp))
 
 
-def test_conv1d_finding_follows_the_twin_comparison():
+def test_conv1d_finding_follows_the_no_conv_comparison():
     assert conv1d_verdict({"s3": 12.6, "parity": 6.8, "dyck": -4.0})["verdict"] == "reproduced"
     # Conv1D helping nowhere, or helping Dyck most, contradicts the finding.
     assert conv1d_verdict({"s3": -5.0, "parity": -5.0, "dyck": -5.0})["verdict"] == "not reproduced"
@@ -368,7 +368,7 @@ def pretrained_tables(pythia_drops, mamba_last_drop, recovery):
     last block; Mamba's last block is its most readable; ``recovery`` is the patching
     fraction at Mamba's last block input.
     """
-    probes, ablations, patching = [], [], []
+    probes, erasures, patching = [], [], []
     for arch, blocks in (("pythia-160m", 12), ("mamba-130m", 24)):
         for seed in SEEDS:
             for layer in range(blocks + 1):
@@ -388,7 +388,7 @@ def pretrained_tables(pythia_drops, mamba_last_drop, recovery):
                     if arch == "pythia-160m"
                     else (mamba_last_drop if layer == blocks else 0.3)
                 )
-                ablations.append(
+                erasures.append(
                     {**key, "method": "probe", "eval_length": 40, "drop": noisy(drop, seed + layer, 0.0002)}
                 )
                 if arch == "mamba-130m" and layer == blocks - 1:
@@ -401,24 +401,24 @@ def pretrained_tables(pythia_drops, mamba_last_drop, recovery):
                         }
                         for position in range(40)
                     ]
-    return pd.DataFrame(probes), pd.DataFrame(ablations), pd.DataFrame(patching)
+    return pd.DataFrame(probes), pd.DataFrame(erasures), pd.DataFrame(patching)
 
 
-def pretrained_verdict(probes, ablations, patching):
-    return finding(6, pretrained_probes=probes, pretrained_ablations=ablations, patching=patching)
+def pretrained_verdict(probes, erasures, patching):
+    return finding(6, pretrained_probes=probes, pretrained_erasures=erasures, patching=patching)
 
 
 def test_pretrained_finding_follows_bottleneck_readability_and_patching():
     bottleneck = lambda block: 0.8 if block in (7, 8) else 0.05  # noqa: E731  (paper's L6-L7)
     paper = pretrained_verdict(*pretrained_tables(bottleneck, 0.0005, 0.97))
     assert paper["verdict"] == "reproduced", paper["measured"]
-    # The bottleneck at the last block, or a last-block ablation that hurts, contradicts it.
+    # The bottleneck at the last block, or a last-block erasure that hurts, contradicts it.
     late = lambda block: 0.8 if block == 12 else 0.05  # noqa: E731
     assert pretrained_verdict(*pretrained_tables(late, 0.0005, 0.97))["verdict"] == "not reproduced"
     assert pretrained_verdict(*pretrained_tables(bottleneck, 0.2, 0.97))["verdict"] == "not reproduced"
     assert pretrained_verdict(*pretrained_tables(bottleneck, 0.0005, 0.3))["verdict"] == "not reproduced"
-    probes, ablations, patching = pretrained_tables(bottleneck, 0.0005, 0.97)
-    absent = pretrained_verdict(probes[probes["arch"] != "mamba-130m"], ablations, patching)
+    probes, erasures, patching = pretrained_tables(bottleneck, 0.0005, 0.97)
+    absent = pretrained_verdict(probes[probes["arch"] != "mamba-130m"], erasures, patching)
     assert absent["verdict"] == "inconclusive" and "mamba-130m" in absent["reason"]
 
 
@@ -432,14 +432,14 @@ def test_findings_2_to_4_are_also_reported_on_the_gain_over_the_untrained_twin()
     behaviour, probes = behaviour_table(paper_accuracy), probes_table(paper_profile)
     at_chance = with_twins(probes, lambda row: 0.5)  # the gain profile has the accuracy's shape
     reads_all = with_twins(probes, lambda row: row["probe_accuracy"])  # training added nothing
-    found, claims = verdicts(behaviour, at_chance, *ablation_tables(0.4))
-    assert found == verdicts(behaviour, probes, *ablation_tables(0.4))[0]  # verdicts stay on accuracy
+    found, claims = verdicts(behaviour, at_chance, *erasure_tables(0.4))
+    assert found == verdicts(behaviour, probes, *erasure_tables(0.4))[0]  # verdicts stay on accuracy
     gains = rows(claims)["on_gains"]
     for number in (2, 3, 4):
         statuses = gains[number].split(" | ")
         assert statuses and all(text.endswith(": supported") for text in statuses), gains[number]
     assert all(gains[number] == "" for number in (1, 5, 6, 7))
-    check = run_check(behaviour, reads_all, *ablation_tables(0.4))
+    check = run_check(behaviour, reads_all, *erasure_tables(0.4))
     assert "supported" not in " ".join(rows(check.verdicts)["on_gains"])
     markdown = claims_markdown(check, TRAIN_LENGTH)
     assert "gain over the untrained twin" in markdown
@@ -498,7 +498,7 @@ def test_at_the_default_three_seeds_paper_like_profiles_decide_the_layer_positio
     check = run_check(
         three(behaviour_table(paper_accuracy)),
         three(probes_table(paper_profile)),
-        *(three(t) for t in ablation_tables(0.4)),
+        *(three(t) for t in erasure_tables(0.4)),
     )
     found = dict(zip(check.verdicts["finding"], check.verdicts["verdict"]))
     assert [found[i] for i in range(1, 6)] == ["reproduced"] * 5, check.verdicts.to_string()
@@ -515,7 +515,7 @@ def test_fewer_than_three_seeds_decide_no_sub_claim():
     assert row["status"] == "unresolved" and row["reason"] == "fewer than 3 seeds"
     behaviour, probes = behaviour_table(paper_accuracy), probes_table(paper_profile)
     two = lambda frame: frame[frame["seed"] < 2]  # noqa: E731
-    check = run_check(two(behaviour), two(probes), *(two(t) for t in ablation_tables(0.4)))
+    check = run_check(two(behaviour), two(probes), *(two(t) for t in erasure_tables(0.4)))
     for number in range(1, 6):
         verdict = rows(check.verdicts).loc[number]
         assert verdict["verdict"] == "inconclusive" and verdict["reason"].startswith("fewer than 3 seeds")
@@ -524,7 +524,7 @@ def test_fewer_than_three_seeds_decide_no_sub_claim():
 
 
 def test_every_sub_claim_reports_its_interval_margin_and_n():
-    check = run_check(behaviour_table(paper_accuracy), probes_table(paper_profile), *ablation_tables(0.4))
+    check = run_check(behaviour_table(paper_accuracy), probes_table(paper_profile), *erasure_tables(0.4))
     sub = check.subclaims
     assert set(sub["reading"]) == {"gated", "ungated"}  # no twin columns: no gain reading
     assert sub[["margin", "n", "mean", "ci_low", "ci_high"]].notna().all().all()
@@ -547,7 +547,7 @@ def test_the_ungated_reading_uses_every_run_and_leaves_the_verdicts_gated():
     reading decides the same sub-claims on its runs all the same."""
     unlearned = not_learned([("transformer", "parity"), ("transformer", "s3")])
     check = run_check(
-        behaviour_table(paper_accuracy, unlearned), probes_table(paper_profile), *ablation_tables(0.4)
+        behaviour_table(paper_accuracy, unlearned), probes_table(paper_profile), *erasure_tables(0.4)
     )
     verdict = rows(check.verdicts).loc[2]
     assert verdict["verdict"] == "inconclusive" and "transformer did not learn" in verdict["reason"]
@@ -571,26 +571,26 @@ def test_finding_4_is_not_decided_by_one_family():
 
 
 def test_necessity_leaves_the_conv1d_ablated_models_out():
-    """Finding 5 pools the five families; a Conv1D-ablated twin whose erasures do nothing
+    """Finding 5 pools the five families; a Conv1D-ablated variant whose erasures do nothing
     must not move it (it enters finding 7 only)."""
     behaviour, probes = behaviour_table(paper_accuracy), probes_table(paper_profile)
-    ablations, readability = ablation_tables(0.4)
-    twin = lambda frame: frame[frame["arch"] == "mamba"].assign(arch="mamba_noconv")  # noqa: E731
-    twin_behaviour, twin_ablations = twin(behaviour), twin(ablations)
-    twin_ablations.loc[twin_ablations["method"] == "probe", "drop"] = 0.0
-    with_twin = check_claims(
-        pd.concat([behaviour, twin_behaviour]),
+    erasures, readability = erasure_tables(0.4)
+    variant = lambda frame: frame[frame["arch"] == "mamba"].assign(arch="mamba_noconv")  # noqa: E731
+    noconv_behaviour, noconv_erasures = variant(behaviour), variant(erasures)
+    noconv_erasures.loc[noconv_erasures["method"] == "probe", "drop"] = 0.0
+    with_variant = check_claims(
+        pd.concat([behaviour, noconv_behaviour]),
         probes,
-        pd.concat([ablations, twin_ablations]),
-        pd.concat([readability, twin(readability)]),
+        pd.concat([erasures, noconv_erasures]),
+        pd.concat([readability, variant(readability)]),
         scale="synthetic",
         train_length=TRAIN_LENGTH,
     )
-    alone = run_check(behaviour, probes, ablations, readability)
+    alone = run_check(behaviour, probes, erasures, readability)
     gated = lambda check: check.subclaims[  # noqa: E731
         (check.subclaims["reading"] == "gated") & (check.subclaims["finding"] == 5)
     ].reset_index(drop=True)
-    pd.testing.assert_frame_equal(gated(with_twin), gated(alone))
+    pd.testing.assert_frame_equal(gated(with_variant), gated(alone))
 
 
 LEARNABILITY = pd.DataFrame(
@@ -681,7 +681,7 @@ def test_one_robust_contradiction_keeps_a_not_reproduced_verdict_robust():
 
 
 def test_the_claims_tables_have_their_documented_columns():
-    check = run_check(behaviour_table(paper_accuracy), probes_table(paper_profile), *ablation_tables(0.4))
+    check = run_check(behaviour_table(paper_accuracy), probes_table(paper_profile), *erasure_tables(0.4))
     assert list(check.subclaims.columns) == SUBCLAIM_COLUMNS
     assert {"deciding", "fragile", "fragility"} <= set(check.verdicts.columns)
     assert not check.verdicts["fragile"].any()

@@ -4,7 +4,14 @@ verdict can be decided, both ways, at the default three seeds."""
 
 import pandas as pd
 import pytest
-from test_claims import ablation_tables, behaviour_table, not_learned, paper_accuracy, paper_profile, probes_table
+from test_claims import (
+    erasure_tables,
+    behaviour_table,
+    not_learned,
+    paper_accuracy,
+    paper_profile,
+    probes_table,
+)
 from test_workflow import copy_workflow, snakemake
 
 pytestmark = pytest.mark.workflow
@@ -24,13 +31,13 @@ def test_the_claims_rule_decides_reproduced_not_reproduced_and_inconclusive(tmp_
     root = copy_workflow(tmp_path)
     three = lambda frame: frame[frame["seed"] < 3]  # noqa: E731
     behaviour = three(behaviour_table(paper_accuracy, not_learned([("transformer", "s3")])))
-    ablations, readability = (three(table) for table in ablation_tables(0.4))
+    erasures, readability = (three(table) for table in erasure_tables(0.4))
     tables = root / "results" / "tables"
     tables.mkdir(parents=True)
     for name, frame in {
         "behaviour": behaviour,
         "probes": three(probes_table(profile)),
-        "ablations": ablations,
+        "erasures": erasures,
         "readability_vs_causality": readability,
     }.items():
         frame.to_csv(tables / f"{name}.csv", index=False)

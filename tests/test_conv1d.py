@@ -42,7 +42,9 @@ def recorded_conv_calls(monkeypatch, family):
 @pytest.mark.parametrize("backend, scan", [("torch", "fast"), ("torch", "reference"), ("cuda", "fast")])
 @pytest.mark.parametrize("family", ["mamba", "mamba2"])
 @pytest.mark.parametrize("mode", ["train", "eval"])
-def test_the_twins_convolution_is_the_identity_on_every_path(monkeypatch, family, mode, backend, scan):
+def test_the_no_conv_variants_convolution_is_the_identity_on_every_path(
+    monkeypatch, family, mode, backend, scan
+):
     """Every convolution there is: this package's and transformers' PyTorch ones, the kernel."""
     from statelayers.models.backends import kernels_importable
     from statelayers.models.causal_conv import causal_conv1d
@@ -83,14 +85,14 @@ def test_a_frozen_identity_convolution_survives_training_steps():
 
 
 def test_inference_ablation_changes_only_the_convolutions(tmp_path):
-    from statelayers import io
+    from statelayers import files
     from statelayers.tasks.data import make_split
 
     model = tiny("mamba").eval()
     others = {k: v.clone() for k, v in model.state_dict().items() if "conv1d" not in k}
     tokens = torch.randint(0, 5, (3, 8))
     before = model(tokens)
-    io.write_parquet(
+    files.write_parquet(
         make_split("dyck", "test", 6, 8, seed=0, task_params={"k": 2, "max_depth": 4}), tmp_path / "t.parquet"
     )
     rows = inference_behaviour(model, {8: tmp_path / "t.parquet"})

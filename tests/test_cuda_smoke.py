@@ -11,7 +11,7 @@ matched ``expand``; Mamba with its matched inner width):
 - a training step whose batch is already on the GPU (what benchmarks/gpu_step.py did);
 - Mamba-2 at the study's dimensions under the ``cuda`` and ``torch`` backends, eval and
   train mode, forward and backward;
-- an erasure (:func:`statelayers.measure.interventions.edited_accuracy`) and activation
+- an erasure (:func:`statelayers.measure.erasures.edited_accuracy`) and activation
   patching (:func:`statelayers.measure.patching.patching_rows`) on the GPU, against the
   same model on the CPU.
 
@@ -191,7 +191,7 @@ def on_cpu(model):
 @needs_cuda
 @pytest.mark.parametrize("arch", ["mamba2", "transformer"])
 def test_an_erasure_on_the_gpu_scores_as_on_the_cpu(arch):
-    from statelayers.measure.interventions import edited_accuracy, projection, random_subspace
+    from statelayers.measure.erasures import edited_accuracy, projection, random_subspace
     from statelayers.models.inference import predict
 
     model = study_model(arch, "cuda").eval()

@@ -1,4 +1,4 @@
-"""Pretrained backbones: fetching, symbol mapping, fine-tuning, and the shared intervention hooks."""
+"""Pretrained backbones: fetching, symbol mapping, fine-tuning, and the shared state-edit hooks."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import torch
 from study_config import cpu_run, train_config, training_settings
 from tiny_hf import save_tiny
 
-from statelayers import io
+from statelayers import files
 from statelayers.models.pretrained import (
     PretrainedUnavailable,
     fetch,
@@ -134,14 +134,14 @@ def test_every_layer_is_a_tap_and_edits_fire_there(fetched):
 def test_fine_tuning_saves_a_checkpoint_that_reloads_identically(fetched, tmp_path):
     data = generate("parity", 8, 10, np.random.default_rng(0))
     frame = pd.DataFrame({"seq_id": range(8), **{k: list(v) for k, v in data.items()}})
-    io.write_parquet(frame, tmp_path / "validation.parquet")
+    files.write_parquet(frame, tmp_path / "validation.parquet")
     training = training_settings(
         max_steps=4, batch_size=4, grad_accumulation=2, precision="fp32", eval_every=2, log_every=2
     )
     spec = {"pretrained": str(fetched), "task": "parity", "task_params": {}}
     inputs = cpu_run(spec, training, tmp_path / "validation.parquet")
     model = train_checkpoint(inputs, out_dir=tmp_path / "model", history_path=tmp_path / "history.csv")
-    meta = io.read_json(tmp_path / "model" / "model.json")
+    meta = files.read_json(tmp_path / "model" / "model.json")
     assert meta["spec"]["pretrained"] == str(fetched) and meta["target_params"] is None
     reloaded = load_model(tmp_path / "model")
     tokens = torch.randint(0, 2, (3, 10))

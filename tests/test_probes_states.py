@@ -6,7 +6,7 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-from statelayers import io
+from statelayers import files
 from statelayers.measure.probes import (
     ProbeConfig,
     control_labels,
@@ -118,7 +118,7 @@ def test_selectivity_separates_token_identity_from_the_target(tmp_path):
     noise = rng.normal(size=(2, n, length, d))
     states = np.stack([token_code[tokens], label_code[labels]]) + noise
     data = {"seq_id": np.arange(n), "tokens": tokens, "labels": labels}
-    io.write_parquet(states_table(states.astype(np.float32), data), tmp_path / "s.parquet")
+    files.write_parquet(states_table(states.astype(np.float32), data), tmp_path / "s.parquet")
     rows = probe_layers(str(tmp_path / "s.parquet"), {}, fit_length=length, config=ProbeConfig())
     token_layer, label_layer = rows
     assert token_layer["control_accuracy"] > 0.95 and token_layer["selectivity"] < 0.1
@@ -129,7 +129,7 @@ def test_selectivity_separates_token_identity_from_the_target(tmp_path):
 def probe_table(states, tokens, labels, path):
     """The probe rows of synthetic ``states`` (layer, sequence, position, d) as one run's."""
     data = {"seq_id": np.arange(len(tokens)), "tokens": tokens, "labels": labels}
-    io.write_parquet(states_table(states.astype(np.float32), data), path)
+    files.write_parquet(states_table(states.astype(np.float32), data), path)
     rows = probe_layers(str(path), {}, fit_length=tokens.shape[1], config=ProbeConfig())
     return pd.DataFrame(rows).assign(arch="gru", task="s3", seed=0)
 

@@ -12,7 +12,7 @@ import pytest
 import torch
 from study_config import cpu_run, training_settings
 
-from statelayers import io, training
+from statelayers import files, training
 from statelayers.tasks.data import make_split
 from statelayers.training import ResumeFile, train_checkpoint
 
@@ -44,7 +44,7 @@ KILL_AT = 150
 @pytest.fixture
 def data(tmp_path):
     paths = {"validation": tmp_path / "validation.parquet"}
-    io.write_parquet(make_split("parity", "validation", 64, LENGTH, seed=0), paths["validation"])
+    files.write_parquet(make_split("parity", "validation", 64, LENGTH, seed=0), paths["validation"])
     return paths
 
 

@@ -52,7 +52,7 @@ def test_the_default_config_passes_the_cross_field_checks():
         ),
         ({"task_params__dyck__max_depth": 50}, "max_depth (50) exceeds train_length"),
         ({"eval_lengths": [60, 80]}, "eval_lengths must include train_length"),
-        ({"interventions__eval_lengths": [80]}, "interventions.eval_lengths must include train_length"),
+        ({"erasures__eval_lengths": [80]}, "erasures.eval_lengths must include train_length"),
     ],
 )
 def test_settings_that_cannot_work_together_are_named(changes, message):
@@ -68,16 +68,16 @@ def test_an_architecture_trains_with_its_familys_then_its_own_overrides():
     config = changed(
         training__overrides={"mamba": {"lr": 0.01, "batch_size": 8}, "mamba_noconv": {"lr": 0.02}}
     )
-    twin = settings.train_settings(config, "mamba_noconv", "s3")
-    assert (twin["lr"], twin["batch_size"]) == (0.02, 8)
+    variant = settings.train_settings(config, "mamba_noconv", "s3")
+    assert (variant["lr"], variant["batch_size"]) == (0.02, 8)
     assert settings.train_settings(config, "lstm", "s3")["lr"] == CONFIG["training"]["lr"]
-    assert not set(NOT_SETTINGS) & set(twin)  # where a job runs is not what it trains
+    assert not set(NOT_SETTINGS) & set(variant)  # where a job runs is not what it trains
 
 
 def test_a_pretrained_model_erases_on_its_own_number_of_sequences():
-    assert settings.intervention_settings(CONFIG, pretrained=False)["sequences"] == 12
-    assert settings.intervention_settings(CONFIG, pretrained=True)["sequences"] == 32
-    assert "eval_lengths" not in settings.intervention_settings(CONFIG, pretrained=False)
+    assert settings.erasure_settings(CONFIG, pretrained=False)["sequences"] == 12
+    assert settings.erasure_settings(CONFIG, pretrained=True)["sequences"] == 32
+    assert "eval_lengths" not in settings.erasure_settings(CONFIG, pretrained=False)
 
 
 def test_the_scale_line_says_seeds_steps_and_overrides():
@@ -171,8 +171,8 @@ def test_the_default_config_builds_and_trains_each_pair_at_the_sweeps_selected_p
 
 
 def test_the_sweep_trains_every_point_on_as_many_sequences():
-    small = settings.sweep_settings(CONFIG, "lstm", "s3", lr=0.01, batch_size=32)
-    large = settings.sweep_settings(CONFIG, "lstm", "s3", lr=0.01, batch_size=64)
+    small = settings.sweep_point_training(CONFIG, "lstm", "s3", lr=0.01, batch_size=32)
+    large = settings.sweep_point_training(CONFIG, "lstm", "s3", lr=0.01, batch_size=64)
     assert (small["max_steps"], small["eval_every"]) == (600, 50)
     assert (large["max_steps"], large["eval_every"]) == (300, 25)
     assert small["max_steps"] * 32 == large["max_steps"] * 64 and large["lr"] == 0.01
@@ -216,11 +216,11 @@ def test_sweep_pairs_sweep_only_the_pairs_named_each_on_its_own_grid():
     assert {p["lr"] for p in points if p["arch"] == "lstm"} == set(CONFIG["sweep"]["lr"])
     # a pair whose grid has batch 64 only counts the budget at 64: no smaller batch to scale from
     alone = changed(sweep__pairs={"gru/s3": {"batch_size": [64]}})
-    assert settings.sweep_settings(alone, "gru", "s3", lr=0.001, batch_size=64)["max_steps"] == (
+    assert settings.sweep_point_training(alone, "gru", "s3", lr=0.001, batch_size=64)["max_steps"] == (
         CONFIG["sweep"]["max_steps"]
     )
     with pytest.raises(ValueError, match="gru/parity"):
-        settings.sweep_settings(alone, "gru", "parity", lr=0.001, batch_size=64)
+        settings.sweep_point_training(alone, "gru", "parity", lr=0.001, batch_size=64)
 
 
 def test_learnability_trains_a_pair_with_its_own_settings_to_the_learnability_cap():
@@ -240,7 +240,7 @@ def test_learnability_covers_every_pair_or_the_listed_ones_in_the_study_order():
 STUDY_BUDGETS = {"transformer/parity": 2950, "mamba2/parity": 4600, "mamba2_noconv/parity": 4600}
 """The steps each pair trained for before the per-pair budgets became floors (issue 36),
 where not the config's ``training.max_steps``: those of benchmarks/learnability.csv, which
-the Conv1D-ablated twin took from its family's key."""
+the Conv1D-ablated variant took from its family's key."""
 
 
 @pytest.mark.parametrize(

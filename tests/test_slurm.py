@@ -89,7 +89,7 @@ def test_profile_requests_gpus_only_where_rules_use_them():
     cluster switches it on); no global gpu limit; the Slurm executor; squeue status."""
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     gpu_rules_ = gpu_rules()
-    assert {"train", "evaluate", "interventions"} <= gpu_rules_
+    assert {"train", "evaluate", "erasures"} <= gpu_rules_
     with_gpu = {rule for rule, res in profile["set-resources"].items() if "gpu" in res}
     assert with_gpu == gpu_rules_
     assert all(profile["set-resources"][rule]["gpu"] == 0 for rule in gpu_rules_)
@@ -462,7 +462,7 @@ def test_gpu_profile_every_model_job_was_granted_a_gpu(gpu_run):
     assert not {rules[j] for j in remote} & here
     assert set(submitted) == remote
     model = {j for j in remote if rules[j] in gpu_rules(root)}
-    # train, evaluate, untrained, interventions; probes (trained and untrained), task data
+    # train, evaluate, untrained, erasures; probes (trained and untrained), task data
     assert len(model) >= 15 * 4 and len(remote - model) >= 15 * 2
     for j in remote:
         for slurm_id in submitted[j]:

@@ -7,7 +7,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "src" / "statelayers"
 
 STAGES = {
     "statelayers": 0,
-    "statelayers.io": 0,
+    "statelayers.files": 0,
     "statelayers.runtime": 0,
     "statelayers.tasks": 1,
     "statelayers.models": 2,

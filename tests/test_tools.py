@@ -20,7 +20,7 @@ def test_run_costs_sums_stages_and_shares_of_training(tmp_path):
     for seed, train in ((0, 40.0), (1, 60.0)):
         write_benchmark(tmp_path, f"train/lstm/parity/seed{seed}.tsv", train, train / 2)
         write_benchmark(tmp_path, f"probes/lstm/parity/seed{seed}.tsv", 5.0, 4.0)
-        write_benchmark(tmp_path, f"interventions/lstm/parity/seed{seed}.tsv", 15.0, 12.0)
+        write_benchmark(tmp_path, f"erasures/lstm/parity/seed{seed}.tsv", 15.0, 12.0)
     write_benchmark(tmp_path, "data/parity/train_L40.tsv", 2.0, 1.0)
     out = subprocess.run(
         [sys.executable, str(REPO / "tools" / "run_costs.py"), str(tmp_path)],
@@ -29,12 +29,12 @@ def test_run_costs_sums_stages_and_shares_of_training(tmp_path):
         check=True,
     ).stdout
     assert "| train | 2 | 50 (100) |" in out
-    assert "| interventions | 2 | 24 (30) |" in out
+    assert "| erasures | 2 | 24 (30) |" in out
     assert "| data, tables, figures, claims | 1 | 1 (2) |" in out
     # (5 + 15) / 40 = 50 %, (5 + 15) / 60 = 33 %, all: 40 / 100 = 40 %
     assert "| lstm | 40-60 | 40% (33%-50%) |" in out
     # data + probes: 2 + 10 = 12 s of 100 s of training
-    assert "neither training nor interventions: 12.0% of training wall time" in out
+    assert "neither training nor erasures: 12.0% of training wall time" in out
 
 
 def write_claims(results, statuses, verdict, means=None):
@@ -79,7 +79,7 @@ def test_compare_claims_prints_the_sub_claims_whose_status_moved_and_only_those(
     assert not any(" x " in f" {line} " for line in lines)
 
 
-def test_sweep_settings_prints_the_selected_points_as_config_yaml(tmp_path):
+def test_selected_points_prints_the_selected_points_as_config_yaml(tmp_path):
     import yaml
 
     table = pd.DataFrame(
@@ -110,7 +110,7 @@ def test_sweep_settings_prints_the_selected_points_as_config_yaml(tmp_path):
     out = subprocess.run(
         [
             sys.executable,
-            str(REPO / "tools" / "sweep_settings.py"),
+            str(REPO / "tools" / "selected_points.py"),
             str(tmp_path / "sweep.csv"),
             str(tmp_path / "config.yaml"),
         ],

@@ -9,7 +9,7 @@ import pytest
 import torch
 from study_config import CONFIG, cpu_run, train_config, training_settings
 
-from statelayers import io, training
+from statelayers import files, training
 from statelayers.models.tagger import build_model, matched_spec
 from statelayers.tasks.codedepth import file_split
 from statelayers.tasks.data import TrainingStream, make_split, split_rng, training_rng
@@ -52,7 +52,7 @@ TRAINING = training_settings(
 @pytest.fixture
 def validation(tmp_path):
     path = tmp_path / "validation.parquet"
-    io.write_parquet(make_split("s3", "validation", 16, 10, seed=0), path)
+    files.write_parquet(make_split("s3", "validation", 16, 10, seed=0), path)
     return path
 
 

@@ -21,7 +21,7 @@ from statelayers.report import figures
 
 REPO = Path(__file__).resolve().parents[1]
 SNAKEMAKE = [sys.executable, "-m", "snakemake"]
-PER_RUN_RULES = {"train", "evaluate", "probes", "interventions"}
+PER_RUN_RULES = {"train", "evaluate", "probes", "erasures"}
 
 pytestmark = pytest.mark.workflow
 
@@ -144,15 +144,15 @@ def test_tables_are_complete_and_non_trivial(workdir):
     assert depths.groupby("eval_length")["fraction"].sum().round(9).eq(1).all()
 
 
-def test_ablation_tables_cover_every_layer_method_and_length(workdir):
+def test_erasure_tables_cover_every_layer_method_and_length(workdir):
     tables = workdir / "results" / "tables"
-    ablations = pd.read_csv(tables / "ablations.csv")
-    assert set(ablations["method"]) == {"probe", "pca", "inlp", "leace", "random"}
-    assert set(ablations["eval_length"]) == {8, 12}
-    assert set(ablations["layer"]) == {0, 1, 2}
-    assert ablations.groupby(["arch", "task"]).size().min() > 0
-    assert (ablations["drop"] == ablations["accuracy_before"] - ablations["accuracy_after"]).all()
-    assert ablations["drop"].abs().max() > 0  # some erasure changes behaviour
+    erasures = pd.read_csv(tables / "erasures.csv")
+    assert set(erasures["method"]) == {"probe", "pca", "inlp", "leace", "random"}
+    assert set(erasures["eval_length"]) == {8, 12}
+    assert set(erasures["layer"]) == {0, 1, 2}
+    assert erasures.groupby(["arch", "task"]).size().min() > 0
+    assert (erasures["drop"] == erasures["accuracy_before"] - erasures["accuracy_after"]).all()
+    assert erasures["drop"].abs().max() > 0  # some erasure changes behaviour
     readability = pd.read_csv(tables / "readability_vs_causality.csv")
     assert len(readability) == 15 * 3  # runs x (probe, inlp, leace)
     assert readability["best_probe_layer"].between(0, 2).all()
@@ -178,12 +178,12 @@ def test_claims_check_gives_a_verdict_per_finding(workdir):
 def test_html_report_builds_with_figures_tables_and_claims(workdir):
     snakemake(workdir, "--configfile", "config/test.yaml", "--report", "results/report.html")
     html = (workdir / "results" / "report.html").read_text(errors="ignore")
-    for name in ("probe_profiles.png", "learning_curves.png", "ablations.png", "claims.csv", "training.csv"):
+    for name in ("probe_profiles.png", "learning_curves.png", "erasures.png", "claims.csv", "training.csv"):
         assert name in html
 
 
 def test_figures_are_real_images(workdir):
-    for name in ("probe_profiles", "behaviour", "learning_curves", "ablations", "ablation_ood"):
+    for name in ("probe_profiles", "behaviour", "learning_curves", "erasures", "erasure_ood"):
         png = matplotlib.image.imread(workdir / "results" / "figures" / f"{name}.png")
         assert png.shape[0] > 300 and png.shape[1] > 600
         assert png[..., :3].std() > 0.05  # not blank
@@ -215,18 +215,18 @@ def test_probe_setting_reruns_probes_and_their_consumers_only(workdir):
     jobs = planned_jobs(workdir, overlay(workdir, "probe_c.yaml", {"probes": {"C": 0.5}}))
     rules = [rule for rule, _ in jobs]
     assert rules.count("probes") == rules.count("probes_untrained") == 15
-    # Interventions fit their own probes with the same settings, so they rerun too.
-    assert rules.count("interventions") == 15
+    # Erasures fit their own probes with the same settings, so they rerun too.
+    assert rules.count("erasures") == 15
     assert not {"train", "evaluate"} & set(rules)
     assert set(rules) == {
         "probes",
         "probes_untrained",
         "probes_table",
-        "interventions",
+        "erasures",
         "aggregate_table",
         "readability_table",
         "probe_profiles_figure",
-        "ablation_figures",
+        "erasure_figures",
         "summary_tables",
         "claims",
         "all",
@@ -465,7 +465,7 @@ def test_same_config_and_seed_give_identical_tables(workdir, tmp_path):
     """A second run (other directory, subset of the study) reproduces the first run's rows exactly."""
     root = copy_workflow(tmp_path)
     snakemake(root, "--configfile", "config/test.yaml", str(small_study(root, "small.yaml")))
-    for table in ("behaviour", "probes", "ablations"):
+    for table in ("behaviour", "probes", "erasures"):
         first = pd.read_csv(workdir / "results" / "tables" / f"{table}.csv")
         second = pd.read_csv(root / "results" / "tables" / f"{table}.csv")
         first = first[first["arch"].isin(["gru", "mamba"]) & (first["task"] == "dyck")]
@@ -529,7 +529,7 @@ def test_codedepth_runs_the_whole_chain_on_the_offline_default_corpus(tmp_path):
     )
     depths = pd.read_csv(results / "tables" / "codedepth_depths.csv")
     assert depths.query("depth > 0")["fraction"].sum() > 0.1  # real nesting, not all depth 0
-    for table in ("behaviour", "probes", "ablations"):
+    for table in ("behaviour", "probes", "erasures"):
         frame = pd.read_csv(results / "tables" / f"{table}.csv")
         assert set(frame["task"]) == {"codedepth"} and set(frame["arch"]) == {"gru", "transformer"}
     assert (results / "figures" / "probe_profiles.png").stat().st_size > 10_000
@@ -553,12 +553,12 @@ def test_a_corpus_without_tokenizable_python_stops_at_the_corpus_job(tmp_path):
     # (untrained twins, results/models/untrained/, need no corpus)
 
 
-def test_conv1d_attribution_runs_when_the_twin_is_added_to_a_finished_study(workdir, tmp_path):
-    """The twin joins a copy of the complete run: it and the tables run, Mamba's runs are reused."""
+def test_conv1d_attribution_runs_when_the_no_conv_variant_is_added_to_a_finished_study(workdir, tmp_path):
+    """The no-conv variant joins a copy of the complete run: it and the tables run, Mamba's runs are reused."""
     root = tmp_path / "study"
     shutil.copytree(workdir, root, symlinks=True)
-    twins = overlay(root, "twins.yaml", {"architectures": ["mamba", "mamba_noconv"]})
-    result = snakemake(root, "--configfile", "config/test.yaml", str(twins))
+    variant = overlay(root, "variant.yaml", {"architectures": ["mamba", "mamba_noconv"]})
+    result = snakemake(root, "--configfile", "config/test.yaml", str(variant))
     ran = listed_jobs(result.stdout + result.stderr)
     trained = {(rule, w["arch"]) for rule, w in ran if rule in PER_RUN_RULES | {"untrained"}}
     assert {arch for _, arch in trained} == {"mamba_noconv"} and ("train", "mamba_noconv") in trained
@@ -636,9 +636,9 @@ def test_pretrained_models_and_patching_run_the_whole_chain(tmp_path):
     probes = pd.read_csv(tables / "pretrained_probes.csv")
     assert set(probes["arch"]) == {"neox-tiny", "mamba-tiny"} and set(probes["task"]) == {"parity", "dyck"}
     assert set(probes["layer"]) == {0, 1, 2, 3}  # embedding + the tiny models' 3 blocks
-    ablations = pd.read_csv(tables / "pretrained_ablations.csv")
-    assert {"probe", "pca", "random"} <= set(ablations["method"]) and set(ablations["layer"]) == {0, 1, 2, 3}
-    assert ablations["drop"].abs().sum() > 0
+    erasures = pd.read_csv(tables / "pretrained_erasures.csv")
+    assert {"probe", "pca", "random"} <= set(erasures["method"]) and set(erasures["layer"]) == {0, 1, 2, 3}
+    assert erasures["drop"].abs().sum() > 0
     assert set(pd.read_csv(tables / "probes.csv")["arch"]) == {"gru"}  # the small study's tables stay its own
     patching = pd.read_csv(tables / "patching.csv")
     assert set(patching["arch"]) == {"gru", "neox-tiny", "mamba-tiny"}

@@ -37,9 +37,9 @@ def check_config(config: Mapping) -> None:
             f"config: eval_lengths must include train_length ({train_length}): the claims check "
             "reads whether a run learned its task from its test accuracy at the training length"
         )
-    if train_length not in config["interventions"]["eval_lengths"]:
+    if train_length not in config["erasures"]["eval_lengths"]:
         raise ValueError(
-            f"config: interventions.eval_lengths must include train_length ({train_length}): "
+            f"config: erasures.eval_lengths must include train_length ({train_length}): "
             "readability is compared with necessity at the training length"
         )
     _check_pair_keys("training.overrides", config["training"]["overrides"], ARCHS)
@@ -126,7 +126,7 @@ def pair_keys(arch: str, task: str) -> tuple[str, ...]:
     """The keys that may set something for ``arch`` on ``task``, least specific first: its
     family, itself, its family on the task, itself on the task. A setting for one (architecture,
     task) pair beats one for the architecture, and an architecture's own beats its family's
-    (a Conv1D-ablated twin is trained and built like its family unless told otherwise)."""
+    (a Conv1D-ablated variant is trained and built like its family unless told otherwise)."""
     family = base_arch(arch)
     keys = (family, arch, f"{family}/{task}", f"{arch}/{task}")
     return tuple(dict.fromkeys(keys))  # a family is its own base: no key twice
@@ -247,7 +247,7 @@ def sweep_spec(config: Mapping, arch: str, task: str, block: str, start_token: b
     return model_spec(config, arch, task, options)
 
 
-def sweep_settings(config: Mapping, arch: str, task: str, lr: float, batch_size: int) -> dict:
+def sweep_point_training(config: Mapping, arch: str, task: str, lr: float, batch_size: int) -> dict:
     """A sweep run's training settings: the pair's own with the grid point's learning rate
     and batch size, on as many sequences as every other point of the pair's grid
     (:func:`sweep_grid`). Its ``max_steps`` counts steps at the grid's smallest batch
@@ -291,11 +291,11 @@ def learnability_pairs(config: Mapping) -> list[tuple[str, str]]:
     return [(arch, task) for arch, task in every if f"{arch}/{task}" in chosen]
 
 
-def intervention_settings(config: Mapping, pretrained: bool) -> dict:
+def erasure_settings(config: Mapping, pretrained: bool) -> dict:
     """The erasure settings of a run; a pretrained model's on its own, fewer, sequences."""
-    settings = {key: value for key, value in config["interventions"].items() if key != "eval_lengths"}
+    settings = {key: value for key, value in config["erasures"].items() if key != "eval_lengths"}
     if pretrained:
-        settings["sequences"] = config["pretrained"]["intervention_sequences"]
+        settings["sequences"] = config["pretrained"]["erasure_sequences"]
     return settings
 
 

@@ -4,7 +4,7 @@ A grid point is a model block (a named option set of the family, ``sweep.blocks`
 with or without a start token, a learning rate and a batch size. Each point of each
 (architecture, task) is trained per sweep seed with the pair's training settings
 otherwise (criterion included) on as many training sequences as every other point
-(:func:`statelayers.settings.sweep_settings`), and summarised by its validation checks
+(:func:`statelayers.settings.sweep_point_training`), and summarised by its validation checks
 (:func:`statelayers.training.sweep_point`): nothing downstream of training (probes,
 erasures, claims) is read. Per (architecture, task) the ``selected`` point is, in order:
 
@@ -17,7 +17,7 @@ erasures, claims) is read. Per (architecture, task) the ``selected`` point is, i
 
 The study can train each pair with its own settings (``training.overrides`` and
 ``model.options`` take ``arch/task`` keys), and ``config/config.yaml`` takes the selected
-points (:func:`selected_settings`, printed by ``tools/sweep_settings.py``). The sweep
+points (:func:`selected_settings`, printed by ``tools/selected_points.py``). The sweep
 also marks, per architecture, the ``chosen`` point: the same order applied to the architecture's tasks pooled (seeds that reached the criterion summed over
 tasks, sequences and accuracy averaged over them), the best setting shared by its tasks.
 

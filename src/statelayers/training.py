@@ -51,7 +51,7 @@ import torch
 import torch.nn.functional as F
 from transformers import get_wsd_schedule
 
-from statelayers import io
+from statelayers import files
 from statelayers.models.inference import accuracy
 from statelayers.models.tagger import SequenceTagger, build_model, count_parameters, matched_spec, save_model
 from statelayers.runtime import resolve_device
@@ -151,7 +151,7 @@ class ResumeFile:
         return state
 
     def save(self, state: dict) -> None:
-        io.write_with(lambda p: torch.save({**state, "fingerprint": self.fingerprint}, p), self.path)
+        files.write_with(lambda p: torch.save({**state, "fingerprint": self.fingerprint}, p), self.path)
 
     def remove(self) -> None:
         self.path.unlink(missing_ok=True)
@@ -444,7 +444,7 @@ def prepare_run(inputs: RunInputs) -> Run:
         resolved,
         model.backend,
     )
-    validation = to_arrays(io.read_parquet(inputs.validation_path))
+    validation = to_arrays(files.read_parquet(inputs.validation_path))
     if validation["tokens"].shape[1] != train_length:
         raise ValueError(
             f"{inputs.validation_path} holds length {validation['tokens'].shape[1]}, not {train_length}"
@@ -455,7 +455,7 @@ def prepare_run(inputs: RunInputs) -> Run:
         train_length,
         training_rng(inputs.data_seed, spec_params["task"], train_length, inputs.seed),
         spec_params["task_params"],
-        corpus=io.read_parquet(corpus_path) if corpus_path else None,
+        corpus=files.read_parquet(corpus_path) if corpus_path else None,
     )
     digest = fingerprint(
         spec_params,
@@ -498,7 +498,7 @@ def train_checkpoint(
         device=run.device,
         resume=resume,
     )
-    io.write_csv(pd.DataFrame(outcome.history), history_path)
+    files.write_csv(pd.DataFrame(outcome.history), history_path)
     last = outcome.history[-1]  # the last step is always a validation check
     save_model(
         run.model.cpu(),

@@ -8,7 +8,7 @@ rule claims:
         **(
             {
                 "pretrained_probes": TABLES["pretrained_probes"],
-                "pretrained_ablations": TABLES["pretrained_ablations"],
+                "pretrained_erasures": TABLES["pretrained_erasures"],
             }
             if PRETRAINED
             else {}
@@ -16,7 +16,7 @@ rule claims:
         **({"patching": TABLES["patching"]} if PATCHING_TASKS else {}),
         behaviour=TABLES["behaviour"],
         probes=TABLES["probes"],
-        ablations=TABLES["ablations"],
+        erasures=TABLES["erasures"],
         readability=TABLES["readability_vs_causality"],
     output:
         table=report(

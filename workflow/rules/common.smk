@@ -33,7 +33,7 @@ PATCHING_TASKS = (
     if config["patching"]["enabled"]
     else []
 )
-# Families whose Conv1D attribution runs: both the family and its twin are in the study.
+# Families whose Conv1D attribution runs: both the family and its variant are in the study.
 CONV1D_FAMILIES = [
     base_arch(arch) for arch in ARCHS if arch in NO_CONV and base_arch(arch) in ARCHS
 ]
@@ -71,7 +71,7 @@ TABLES = {
     for name in (
         "behaviour",
         "probes",
-        "ablations",
+        "erasures",
         "readability_vs_causality",
         "params",
         "training",
@@ -84,7 +84,7 @@ TABLES = {
         "conv1d_summary",
         "pretrained_behaviour",
         "pretrained_probes",
-        "pretrained_ablations",
+        "pretrained_erasures",
         "patching",
         "sweep",
     )
@@ -196,10 +196,10 @@ def sweep_spec(wildcards):
     )
 
 
-def sweep_settings(wildcards):
+def sweep_training(wildcards):
     """A sweep run's training settings: the pair's own, with the grid point's learning rate
     and batch size, on the sweep's number of sequences (statelayers.settings)."""
-    return settings.sweep_settings(
+    return settings.sweep_point_training(
         config,
         wildcards.arch,
         wildcards.task,
@@ -245,8 +245,8 @@ def run_params(spec, training, seed=None):
     return run
 
 
-def intervention_settings(wildcards):
-    return settings.intervention_settings(config, is_pretrained(wildcards))
+def erasure_settings(wildcards):
+    return settings.erasure_settings(config, is_pretrained(wildcards))
 
 
 def stored_test_sequences(wildcards):
@@ -339,7 +339,7 @@ def final_outputs():
         rules.probes_table.output,
         rules.summary_tables.output,
         rules.readability_table.output,
-        expand(rules.aggregate_table.output[0], stage=["behaviour", "ablations"]),
+        expand(rules.aggregate_table.output[0], stage=["behaviour", "erasures"]),
         expand(
             rules.depth_table.output[0],
             task=[task for task in TASKS if task in ("dyck", "codedepth")],
@@ -347,7 +347,7 @@ def final_outputs():
         rules.learning_curves_figure.output,
         rules.probe_profiles_figure.output,
         rules.behaviour_figure.output,
-        rules.ablation_figures.output,
+        rules.erasure_figures.output,
     ]
     if "codedepth" in TASKS:
         outputs.append(rules.code_corpus.output.table)
@@ -357,7 +357,7 @@ def final_outputs():
         outputs += [
             expand(
                 rules.pretrained_table.output[0],
-                stage=["behaviour", "probes", "ablations"],
+                stage=["behaviour", "probes", "erasures"],
             ),
             rules.pretrained_figure.output,
         ]

@@ -2,7 +2,7 @@ localrules:
     learning_curves_figure,
     probe_profiles_figure,
     behaviour_figure,
-    ablation_figures,
+    erasure_figures,
 
 
 rule learning_curves_figure:
@@ -70,30 +70,30 @@ rule behaviour_figure:
         "../scripts/behaviour_figure.py"
 
 
-rule ablation_figures:
+rule erasure_figures:
     input:
-        ablations=TABLES["ablations"],
+        erasures=TABLES["erasures"],
         readability=TABLES["readability_vs_causality"],
     output:
         profiles_png=report(
-            "results/figures/ablations.png",
-            caption="../report/ablations.rst",
-            category="Interventions",
+            "results/figures/erasures.png",
+            caption="../report/erasures.rst",
+            category="Erasures",
         ),
-        profiles_pdf="results/figures/ablations.pdf",
+        profiles_pdf="results/figures/erasures.pdf",
         ood_png=report(
-            "results/figures/ablation_ood.png",
-            caption="../report/ablation_ood.rst",
-            category="Interventions",
+            "results/figures/erasure_ood.png",
+            caption="../report/erasure_ood.rst",
+            category="Erasures",
         ),
-        ood_pdf="results/figures/ablation_ood.pdf",
+        ood_pdf="results/figures/erasure_ood.pdf",
     log:
-        "results/logs/figures/ablations.log",
+        "results/logs/figures/erasures.log",
     benchmark:
-        "results/benchmarks/figures/ablations.tsv"
+        "results/benchmarks/figures/erasures.tsv"
     conda:
         CONDA_ENV
     params:
         fit_length=TRAIN_LENGTH,
     script:
-        "../scripts/ablation_figures.py"
+        "../scripts/erasure_figures.py"

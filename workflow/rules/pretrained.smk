@@ -5,7 +5,7 @@ localrules:
 
 
 # GPU tokens a job on a pretrained model takes (its fine-tuning under `train`, and its
-# evaluate, interventions and patching jobs: model_gpu in common.smk). `--resources gpu=K`
+# evaluate, erasures and patching jobs: model_gpu in common.smk). `--resources gpu=K`
 # means K small-model jobs at once on one GPU (config/paper.yaml, docs/cost.md); a
 # pretrained job counts as this many of them. Fine-tuning Pythia-410M holds about 7 GB of
 # GPU memory (fp32 weights, gradients and AdamW state, bf16 activations) and keeps the GPU
@@ -50,7 +50,7 @@ rule pretrained_table:
     benchmark:
         "results/benchmarks/tables/pretrained_{stage}.tsv"
     wildcard_constraints:
-        stage="behaviour|probes|ablations",
+        stage="behaviour|probes|erasures",
     conda:
         CONDA_ENV
     script:
@@ -60,7 +60,7 @@ rule pretrained_table:
 rule pretrained_figure:
     input:
         probes=TABLES["pretrained_probes"],
-        ablations=TABLES["pretrained_ablations"],
+        erasures=TABLES["pretrained_erasures"],
     output:
         png=report(
             "results/figures/pretrained_profiles.png",

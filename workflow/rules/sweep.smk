@@ -39,7 +39,7 @@ rule sweep_train:
     resources:
         gpu=model_gpu,
     params:
-        run=run_params(sweep_spec, sweep_settings),
+        run=run_params(sweep_spec, sweep_training),
         point=sweep_grid_point,
     script:
         "../scripts/sweep_train.py"

@@ -21,7 +21,7 @@ rule aggregate_table:
     benchmark:
         "results/benchmarks/tables/{stage}.tsv"
     wildcard_constraints:
-        stage="behaviour|ablations",
+        stage="behaviour|erasures",
     conda:
         CONDA_ENV
     script:

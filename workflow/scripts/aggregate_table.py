@@ -2,8 +2,8 @@
 
 import pandas as pd
 
-from statelayers import io, runtime
+from statelayers import files, runtime
 
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])
-io.write_csv(pd.concat([pd.read_csv(path) for path in sm.input], ignore_index=True), sm.output[0])
+files.write_csv(pd.concat([pd.read_csv(path) for path in sm.input], ignore_index=True), sm.output[0])

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from statelayers import io, runtime
+from statelayers import files, runtime
 from statelayers.report.claims import check_claims, claims_markdown
 from statelayers.report.stats import IntervalConfig
 
@@ -17,7 +17,7 @@ check = check_claims(
     config=IntervalConfig(**sm.params.statistics),
     learnability=learnability,
 )
-io.write_csv(check.verdicts, sm.output.table)
-io.write_csv(check.subclaims, sm.output.subclaims)
+files.write_csv(check.verdicts, sm.output.table)
+files.write_csv(check.subclaims, sm.output.subclaims)
 markdown = claims_markdown(check, sm.params.train_length)
-io.write_with(lambda tmp: tmp.write_text(markdown), sm.output.markdown)
+files.write_with(lambda tmp: tmp.write_text(markdown), sm.output.markdown)

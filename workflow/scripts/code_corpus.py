@@ -1,12 +1,12 @@
 """Code-Depth's corpus as Parquet (path, source, origin) and its per-split statistics."""
 
-from statelayers import io, runtime
+from statelayers import files, runtime
 from statelayers.tasks.codedepth import corpus_statistics, load_corpus
 
 sm = snakemake  # noqa: F821
 log = runtime.start(sm.log[0])
 corpus = load_corpus(**sm.params.corpus)
-io.write_parquet(corpus, sm.output.corpus)
+files.write_parquet(corpus, sm.output.corpus)
 statistics = corpus_statistics(corpus)
-io.write_csv(statistics, sm.output.table)
+files.write_csv(statistics, sm.output.table)
 log.info("corpus of %d files (%s):\n%s", len(corpus), sm.params.corpus["source"], statistics.to_string())

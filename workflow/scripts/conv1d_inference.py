@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from statelayers import io, runtime
+from statelayers import files, runtime
 from statelayers.measure.conv1d import inference_behaviour
 from statelayers.models.tagger import load_model
 
@@ -10,4 +10,4 @@ sm = snakemake  # noqa: F821
 runtime.start(sm.log[0], sm.threads)
 model = load_model(Path(sm.input.weights).parent, sm.params.mamba, sm.params.device)
 rows = inference_behaviour(model, runtime.length_inputs(sm.input))
-io.write_csv(io.keyed_frame(rows, runtime.run_key(sm.wildcards)), sm.output[0])
+files.write_csv(files.keyed_frame(rows, runtime.run_key(sm.wildcards)), sm.output[0])

@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from statelayers import io, runtime
+from statelayers import files, runtime
 from statelayers.report.conv1d import conv1d_summary, conv1d_table
 from statelayers.report.stats import IntervalConfig
 
@@ -10,5 +10,5 @@ sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])
 inference = pd.concat([pd.read_csv(path) for path in sm.input.inference], ignore_index=True)
 table = conv1d_table(pd.read_csv(sm.input.behaviour), inference)
-io.write_csv(table, sm.output.table)
-io.write_csv(conv1d_summary(table, IntervalConfig(**sm.params.statistics)), sm.output.summary)
+files.write_csv(table, sm.output.table)
+files.write_csv(conv1d_summary(table, IntervalConfig(**sm.params.statistics)), sm.output.summary)

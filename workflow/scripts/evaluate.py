@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from statelayers import io, runtime
+from statelayers import files, runtime
 from statelayers.measure.evaluation import evaluate_run
 from statelayers.models.tagger import load_model
 
@@ -18,4 +18,4 @@ rows = evaluate_run(
     test_sequences=sm.params.test_sequences,
     probe_sequences=sm.params.probe_sequences,
 )
-io.write_csv(io.keyed_frame(rows, runtime.run_key(sm.wildcards)), sm.output.behaviour)
+files.write_csv(files.keyed_frame(rows, runtime.run_key(sm.wildcards)), sm.output.behaviour)

@@ -3,7 +3,7 @@ pair's default run's last validation check and its study budget."""
 
 import pandas as pd
 
-from statelayers import io, runtime
+from statelayers import files, runtime
 from statelayers.learnability import validation_checks
 from statelayers.report.learnability import with_study_budgets
 
@@ -18,5 +18,5 @@ default_accuracy = table[["arch", "task"]].assign(
     ]
 )
 budgets = with_study_budgets(table, default_accuracy, sm.params.default_steps, sm.params.eval_every)
-io.write_csv(budgets, sm.output.table)
-io.write_csv(pd.concat(map(pd.read_csv, sm.input.curves), ignore_index=True), sm.output.curves)
+files.write_csv(budgets, sm.output.table)
+files.write_csv(pd.concat(map(pd.read_csv, sm.input.curves), ignore_index=True), sm.output.curves)

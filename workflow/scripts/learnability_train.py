@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from statelayers import io, runtime
+from statelayers import files, runtime
 from statelayers.learnability import pair_checks
 from statelayers.report.learnability import COLUMNS, CURVE_COLUMNS, summary
 from statelayers.training import RunInputs
@@ -13,11 +13,11 @@ from statelayers.training import RunInputs
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0], sm.threads)
 checks, cap = pair_checks(
-    io.read_json(sm.input.default_meta),
+    files.read_json(sm.input.default_meta),
     pd.read_csv(sm.input.default_history),
     RunInputs.of_job(sm.params.run, sm.input),
     resume_path=Path(sm.output.summary).with_suffix(".resume.pt"),
 )
 pair = sm.params.pair
-io.write_csv(pd.DataFrame([pair | summary(checks, cap)])[COLUMNS], sm.output.summary)
-io.write_csv(checks.assign(**pair, cap=cap)[CURVE_COLUMNS], sm.output.curve)
+files.write_csv(pd.DataFrame([pair | summary(checks, cap)])[COLUMNS], sm.output.summary)
+files.write_csv(checks.assign(**pair, cap=cap)[CURVE_COLUMNS], sm.output.curve)

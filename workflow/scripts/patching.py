@@ -4,7 +4,7 @@ from pathlib import Path
 
 import numpy as np
 
-from statelayers import io, runtime
+from statelayers import files, runtime
 from statelayers.measure.patching import corrupted_pairs, patching_rows
 from statelayers.models.tagger import load_model
 from statelayers.tasks.data import to_arrays
@@ -12,7 +12,7 @@ from statelayers.tasks.data import to_arrays
 sm = snakemake  # noqa: F821
 runtime.start(sm.log[0], sm.threads)
 settings = sm.params.patching
-data = to_arrays(io.read_parquet(sm.input.test))
+data = to_arrays(files.read_parquet(sm.input.test))
 pairs = corrupted_pairs(
     sm.wildcards.task,
     data["tokens"],
@@ -23,4 +23,4 @@ pairs = corrupted_pairs(
     rng=np.random.default_rng([settings["seed"], int(sm.wildcards.seed)]),
 )
 model = load_model(Path(sm.input.weights).parent, sm.params.mamba, sm.params.device)
-io.write_csv(io.keyed_frame(patching_rows(model, pairs), runtime.run_key(sm.wildcards)), sm.output[0])
+files.write_csv(files.keyed_frame(patching_rows(model, pairs), runtime.run_key(sm.wildcards)), sm.output[0])

@@ -9,7 +9,7 @@ sm = snakemake  # noqa: F821
 runtime.start(sm.log[0])
 figures.pretrained_profiles(
     pd.read_csv(sm.input.probes),
-    pd.read_csv(sm.input.ablations),
+    pd.read_csv(sm.input.erasures),
     sm.params.fit_length,
     [sm.output.png, sm.output.pdf],
 )

@@ -1,6 +1,6 @@
 """Per-layer probes of one run: fit at the training length, read out at every length."""
 
-from statelayers import io, runtime
+from statelayers import files, runtime
 from statelayers.measure.probes import ProbeConfig, probe_layers
 
 sm = snakemake  # noqa: F821
@@ -11,4 +11,4 @@ rows = probe_layers(
     fit_length=sm.params.fit_length,
     config=ProbeConfig(**sm.params.probe),
 )
-io.write_csv(io.keyed_frame(rows, runtime.run_key(sm.wildcards)), sm.output[0])
+files.write_csv(files.keyed_frame(rows, runtime.run_key(sm.wildcards)), sm.output[0])

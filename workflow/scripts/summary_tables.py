@@ -2,7 +2,7 @@
 
 import pandas as pd
 
-from statelayers import io, runtime
+from statelayers import files, runtime
 from statelayers.report.stats import IntervalConfig, summary_tables
 
 sm = snakemake  # noqa: F821
@@ -11,4 +11,4 @@ tables = summary_tables(
     pd.read_csv(sm.input.behaviour), pd.read_csv(sm.input.probes), IntervalConfig(**sm.params.statistics)
 )
 for name, table in tables.items():
-    io.write_csv(table, sm.output[name])
+    files.write_csv(table, sm.output[name])

@@ -1,6 +1,6 @@
 """Generate one split of one task's data (schema: statelayers.tasks.data)."""
 
-from statelayers import io, runtime
+from statelayers import files, runtime
 from statelayers.tasks.data import make_split
 
 sm = snakemake  # noqa: F821
@@ -15,5 +15,5 @@ table = make_split(
     sm.params.task_params,
     corpus=sm.input.get("corpus"),
 )
-io.write_parquet(table, sm.output[0])
+files.write_parquet(table, sm.output[0])
 log.info("wrote %d sequences of length %d to %s", table.num_rows, length, sm.output[0])

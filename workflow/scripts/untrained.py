@@ -3,7 +3,7 @@ training step), saved, then evaluated like a trained run (behaviour and every la
 
 from pathlib import Path
 
-from statelayers import io, runtime
+from statelayers import files, runtime
 from statelayers.measure.evaluation import evaluate_run
 from statelayers.training import untrained_checkpoint
 
@@ -20,4 +20,4 @@ rows = evaluate_run(
     test_states=runtime.length_inputs(sm.output),
     test_sequences=sm.params.test_sequences,
 )
-io.write_csv(io.keyed_frame(rows, runtime.run_key(sm.wildcards)), sm.output.behaviour)
+files.write_csv(files.keyed_frame(rows, runtime.run_key(sm.wildcards)), sm.output.behaviour)

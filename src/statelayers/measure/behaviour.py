@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from statelayers import io
+from statelayers import files
 from statelayers.models.inference import predict, scores
 from statelayers.models.tagger import SequenceTagger
 from statelayers.tasks.data import to_arrays
@@ -27,6 +27,6 @@ def behaviour(model: SequenceTagger, test_files: Mapping[int, str | Path]) -> li
     """One behaviour row per evaluation length, from the test data files keyed by length."""
     rows = []
     for length in sorted(test_files):
-        data = to_arrays(io.read_parquet(test_files[length]))
+        data = to_arrays(files.read_parquet(test_files[length]))
         rows.append(behaviour_row(length, predict(model, data["tokens"])[0], data["labels"]))
     return rows

@@ -3,7 +3,7 @@ when every mixer's short causal convolution becomes the identity
 (:func:`statelayers.models.tagger.make_conv_identity`, which acts on the weights and
 hence on every execution path).
 
-The trained twins (``mamba_noconv``, ``mamba2_noconv``) are ordinary runs; the
+The trained no-conv variants (``mamba_noconv``, ``mamba2_noconv``) are ordinary runs; the
 comparison of both ablations with the family model is :mod:`statelayers.report.conv1d`.
 """
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from statelayers import io
+from statelayers import files
 from statelayers.measure.behaviour import behaviour_row
 from statelayers.measure.states import head, states_table, write_states
 from statelayers.models.inference import predict
@@ -30,11 +30,11 @@ def evaluate_run(
     all) to ``probe_states`` and on the first ``test_sequences`` test sequences of each
     length to ``test_states[length]``; return one behaviour row per length, scored on
     all its test sequences."""
-    write_states(model, head(to_arrays(io.read_parquet(probe_file)), probe_sequences), probe_states)
+    write_states(model, head(to_arrays(files.read_parquet(probe_file)), probe_sequences), probe_states)
     rows = []
     for length in sorted(test_files):
-        data = to_arrays(io.read_parquet(test_files[length]))
+        data = to_arrays(files.read_parquet(test_files[length]))
         predicted, states = predict(model, data["tokens"], keep_states=test_sequences)
         rows.append(behaviour_row(length, predicted, data["labels"]))
-        io.write_parquet(states_table(states, head(data, test_sequences)), test_states[length])
+        files.write_parquet(states_table(states, head(data, test_sequences)), test_states[length])
     return rows

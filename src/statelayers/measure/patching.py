@@ -119,11 +119,11 @@ def corrupted_pairs(
     rng: np.random.Generator,
 ) -> Pairs:
     """The first ``n_pairs`` sequences of ``tokens`` that admit a corruption at or after
-    position ``earliest`` (see the module docstring), each with its corrupted twin.
+    position ``earliest`` (see the module docstring), each with its corrupted copy.
 
     ``labels`` must equal the task's labels recomputed from ``tokens``
     (:func:`statelayers.tasks.formal.task_labels`, which also labels the corrupted
-    twins), so a data file that disagrees with the rule is caught here.
+    copies), so a data file that disagrees with the rule is caught here.
     """
     if task == "codedepth":
         raise ValueError(

@@ -27,7 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from statelayers import io
+from statelayers import files
 
 if TYPE_CHECKING:  # reading states (the probe jobs) needs no torch
     from statelayers.models.tagger import SequenceTagger
@@ -60,7 +60,7 @@ def states_table(states: np.ndarray, data: dict[str, np.ndarray]) -> pa.Table:
 
 
 def write_states(model: SequenceTagger, data: dict[str, np.ndarray], path: str | Path) -> None:
-    io.write_parquet(states_table(layer_states(model, data["tokens"]), data), path)
+    files.write_parquet(states_table(layer_states(model, data["tokens"]), data), path)
 
 
 def head(data: dict[str, np.ndarray], n: int | None) -> dict[str, np.ndarray]:
@@ -70,7 +70,7 @@ def head(data: dict[str, np.ndarray], n: int | None) -> dict[str, np.ndarray]:
 
 def read_layers(path: str | Path) -> Iterator[tuple[int, dict[str, np.ndarray]]]:
     """Yield ``(layer, columns)`` with ``columns["vector"]`` as an ``(rows, d)`` array."""
-    table = io.read_table(path)
+    table = files.read_table(path)
     for layer in pc.unique(table["layer"]).to_pylist():
         part = table.filter(pc.equal(table["layer"], layer))
         vector = part["vector"].combine_chunks()

@@ -37,7 +37,7 @@ _ROWS = (  # name, family, display name, colour, marker, width-knob step
     Arch("mamba2", "mamba2", "Mamba-2", "#ff7f0e", "D", 1, hf_model_type="mamba2"),
     Arch("lstm", "lstm", "LSTM", "#2ca02c", "^", rnn_cell="LSTM"),
     Arch("gru", "gru", "GRU", "#9467bd", "v", rnn_cell="GRU"),
-    # Conv1D-ablated twins: the base family with every block's Conv1D fixed to identity,
+    # Conv1D-ablated variants: the base family with every block's Conv1D fixed to identity,
     # built with the base family's options and trained with its settings.
     Arch("mamba_noconv", "mamba", "Mamba without Conv1D", "#e377c2", "P", 16),
     Arch("mamba2_noconv", "mamba2", "Mamba-2 without Conv1D", "#bcbd22", "X", 1),
@@ -49,7 +49,7 @@ ARCHS = tuple(REGISTRY)
 FAMILIES = tuple(arch.name for arch in _ROWS if arch.family == arch.name)
 """The study's five architecture families."""
 NO_CONV = {arch.name: arch.family for arch in _ROWS if arch.family != arch.name}
-"""Conv1D-ablated twin -> the family it is built from."""
+"""Conv1D-ablated variant -> the family it is built from."""
 SSM = ("mamba", "mamba2")
 """The state-space families: their mixers have a Conv1D and run under a Mamba backend."""
 RECURRENT = ("lstm", "gru")

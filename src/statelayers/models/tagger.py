@@ -1,4 +1,4 @@
-"""Five sequence taggers (and Conv1D-ablated Mamba twins) behind one interface.
+"""Five sequence taggers (and Conv1D-ablated Mamba variants) behind one interface.
 
 Every model maps tokens ``(batch, length)`` to per-token logits and exposes the
 hidden state of every layer: index 0 is the embedding output, index ``i`` the
@@ -35,7 +35,7 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from statelayers import io
+from statelayers import files
 from statelayers.models.pretrained import pretrained_backbone
 from statelayers.models.registry import NO_CONV, REGISTRY, RNN_CELLS, SSM, base_arch
 from statelayers.models.spec import ModelSpec
@@ -365,8 +365,8 @@ def build_model(
 def save_model(model: SequenceTagger, directory: str | Path, extra: Mapping | None = None) -> None:
     """``model.json`` (spec, parameter count, ``extra``) and ``model.pt`` (state dict), atomically."""
     directory = Path(directory)
-    io.write_with(lambda p: torch.save(model.state_dict(), p), directory / "model.pt")
-    io.write_json(
+    files.write_with(lambda p: torch.save(model.state_dict(), p), directory / "model.pt")
+    files.write_json(
         {"spec": asdict(model.spec), "params": count_parameters(model), **dict(extra or {})},
         directory / "model.json",
     )
@@ -378,13 +378,13 @@ def load_model(directory: str | Path, mamba: Mapping | None = None, device: str 
     from statelayers.runtime import resolve_device
 
     directory = Path(directory)
-    meta = io.read_json(directory / "model.json")
+    meta = files.read_json(directory / "model.json")
     resolved = resolve_device(device)
     model = build_model(ModelSpec(**meta["spec"]), mamba, device=resolved)
     try:
         state = torch.load(directory / "model.pt", map_location="cpu", weights_only=True)
     except (RuntimeError, EOFError, OSError, pickle.UnpicklingError) as err:
-        raise io._unreadable(directory / "model.pt", err) from err
+        raise files._unreadable(directory / "model.pt", err) from err
     model.load_state_dict(state)
     return model.to(resolved).eval()
 

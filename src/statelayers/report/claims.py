@@ -76,7 +76,7 @@ paper's ``L{b-1}``. Sub-claims per finding:
    families must be in the run.
 5. Necessity: erasing the probe directions at each run's best probe layer costs more
    accuracy than random subspaces of the same rank at that layer, at the training length
-   and at the longest intervention length, per task (units: architecture x seed).
+   and at the longest erasure length, per task (units: architecture x seed).
 6. Pretrained scale (models named ``pythia-160m`` and ``mamba-130m`` in the config;
    dyck; units: fine-tuning seeds; erasure of the probe directions at the training
    length). Pythia-160M: the largest drop over the middle third of its blocks exceeds
@@ -90,8 +90,8 @@ paper's ``L{b-1}``. Sub-claims per finding:
    thresholds within their margins: 0.05 + 0.02 of probe accuracy, 0.9 - 0.02; the output
    of the last block at an earlier position cannot reach the metric position; its input
    can, through the block's recurrence).
-7. Conv1D (the ``mamba_noconv`` twin trained without it; :mod:`statelayers.report.conv1d`):
-   the accuracy lost without Conv1D (Mamba minus twin, percentage points of token
+7. Conv1D (the ``mamba_noconv`` variant trained without it; :mod:`statelayers.report.conv1d`):
+   the accuracy lost without Conv1D (Mamba minus variant, percentage points of token
    accuracy averaged over evaluation lengths, paired by seed) is > 0 on s3 and on parity,
    and larger on s3 than on dyck. Paired t-tests with Holm's correction are reported
    beside it in ``conv1d_summary.csv``.
@@ -735,15 +735,15 @@ def profile_findings(
 
 
 def necessity_finding(
-    ablations: pd.DataFrame | None, readability: pd.DataFrame | None, learned: Learned
+    erasures: pd.DataFrame | None, readability: pd.DataFrame | None, learned: Learned
 ) -> Finding:
     """Finding 5, pooled over the architectures' runs that learned each task."""
     finding = Finding(5)
-    if ablations is None or readability is None or ablations.empty:
-        finding.missing = "interventions stage did not run"
+    if erasures is None or readability is None or erasures.empty:
+        finding.missing = "erasures stage did not run"
         return finding
     best = readability[readability["method"] == "probe"][["arch", "task", "seed", "best_probe_layer"]]
-    at_best = ablations.merge(best, on=["arch", "task", "seed"])
+    at_best = erasures.merge(best, on=["arch", "task", "seed"])
     at_best = at_best[at_best["layer"] == at_best["best_probe_layer"]]
     keys = ["arch", "task", "seed", "eval_length"]
     probe = at_best[at_best["method"] == "probe"].set_index(keys)
@@ -777,10 +777,10 @@ def necessity_finding(
 
 
 def pretrained_finding(
-    probes: pd.DataFrame | None, ablations: pd.DataFrame | None, patching: pd.DataFrame | None
+    probes: pd.DataFrame | None, erasures: pd.DataFrame | None, patching: pd.DataFrame | None
 ) -> Finding:
     finding = Finding(6)
-    if probes is None or ablations is None:
+    if probes is None or erasures is None:
         finding.missing = "pretrained stage did not run (pretrained.enabled: false)"
         return finding
     finding.missing = _requires(set(probes["arch"]), {"pythia-160m", "mamba-130m"}, "pretrained models") or (
@@ -792,10 +792,10 @@ def pretrained_finding(
     readable = probes[
         (probes["split"] == "probe") & (probes["target"] == "labels") & (probes["task"] == "dyck")
     ]
-    erased = ablations[
-        (ablations["method"] == "probe")
-        & (ablations["task"] == "dyck")
-        & (ablations["eval_length"] == fit_length)
+    erased = erasures[
+        (erasures["method"] == "probe")
+        & (erasures["task"] == "dyck")
+        & (erasures["eval_length"] == fit_length)
     ]
 
     def per_layer(frame: pd.DataFrame, arch: str, value: str) -> pd.DataFrame:
@@ -926,14 +926,14 @@ SUBCLAIM_COLUMNS = [
 def check_claims(
     behaviour: pd.DataFrame,
     probes: pd.DataFrame,
-    ablations: pd.DataFrame | None,
+    erasures: pd.DataFrame | None,
     readability: pd.DataFrame | None,
     scale: str,
     train_length: int,
     config: IntervalConfig = IntervalConfig(),
     conv1d: pd.DataFrame | None = None,
     pretrained_probes: pd.DataFrame | None = None,
-    pretrained_ablations: pd.DataFrame | None = None,
+    pretrained_erasures: pd.DataFrame | None = None,
     patching: pd.DataFrame | None = None,
     learnability: pd.DataFrame | None = None,
 ) -> ClaimsCheck:
@@ -955,15 +955,15 @@ def check_claims(
     findings = [
         behaviour_finding(behaviour),
         *profile_findings(probes, profiled),
-        necessity_finding(ablations, readability, learned),
-        pretrained_finding(pretrained_probes, pretrained_ablations, patching),
+        necessity_finding(erasures, readability, learned),
+        pretrained_finding(pretrained_probes, pretrained_erasures, patching),
         conv1d_finding(conv1d),
     ]
     readings = {
         "on_gains": profile_findings(probes, profiled, GAIN_PROFILE) if GAIN_PROFILE in probes else [],
         "ungated": [
             *profile_findings(probes, profiled_everyone),
-            necessity_finding(ablations, readability, everyone),
+            necessity_finding(erasures, readability, everyone),
         ],
     }
     side = {name: {f.number: f.statuses(config) for f in found} for name, found in readings.items()}

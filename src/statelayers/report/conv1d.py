@@ -5,7 +5,7 @@ Two ablations, both setting every mixer's Conv1D to the identity
 every execution path):
 
 ``noconv_trained``
-    the ``mamba_noconv`` / ``mamba2_noconv`` twin, trained from scratch with the
+    the ``mamba_noconv`` / ``mamba2_noconv`` variant, trained from scratch with the
     family's settings, seeds and data (the paper's measurement);
 ``noconv_inference``
     the trained family model with its Conv1D replaced at inference time: how much the
@@ -35,15 +35,15 @@ VARIANTS = ("conv", "noconv_trained", "noconv_inference")
 
 def conv1d_table(behaviour: pd.DataFrame, inference: pd.DataFrame) -> pd.DataFrame:
     """Long table (family, task, seed, variant, eval_length, token_accuracy, sequence_accuracy)
-    from the behaviour table (family models and trained twins) and the inference ablations."""
+    from the behaviour table (family models and trained no-conv variants) and the inference ablations."""
     columns = ["task", "seed", "eval_length", "token_accuracy", "sequence_accuracy"]
     families = set(inference["arch"])
     parts = [
         behaviour[behaviour["arch"].isin(families)].assign(family=lambda f: f["arch"], variant="conv"),
         inference.assign(family=lambda f: f["arch"], variant="noconv_inference"),
     ]
-    twins = behaviour[behaviour["arch"].isin(NO_CONV)]
-    parts.append(twins.assign(family=twins["arch"].map(NO_CONV), variant="noconv_trained"))
+    noconv = behaviour[behaviour["arch"].isin(NO_CONV)]
+    parts.append(noconv.assign(family=noconv["arch"].map(NO_CONV), variant="noconv_trained"))
     return pd.concat([part[["family", "variant", *columns]] for part in parts], ignore_index=True)
 
 

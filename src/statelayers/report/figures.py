@@ -15,7 +15,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.ticker import NullFormatter, ScalarFormatter  # noqa: E402
 
-from statelayers import io  # noqa: E402
+from statelayers import files  # noqa: E402
 from statelayers.models.registry import ARCHS, display_name, layer_label, line_style  # noqa: E402
 from statelayers.report.learnability import THRESHOLDS  # noqa: E402
 from statelayers.sweep import variant_names  # noqa: E402
@@ -77,7 +77,7 @@ def _end_marker(ax, run: pd.DataFrame, marker: str, color: str, reached: bool) -
 def _save(fig: plt.Figure, paths: list[str | Path]) -> None:
     for path in paths:
         fmt = Path(path).suffix.lstrip(".")
-        io.write_with(lambda tmp: fig.savefig(tmp, format=fmt, dpi=200, bbox_inches="tight"), path)
+        files.write_with(lambda tmp: fig.savefig(tmp, format=fmt, dpi=200, bbox_inches="tight"), path)
     plt.close(fig)
 
 
@@ -160,14 +160,14 @@ ERASURE_STYLE = {
 }
 
 
-def ablation_profiles(ablations: pd.DataFrame, fit_length: int, paths: list[str | Path]) -> None:
+def erasure_profiles(erasures: pd.DataFrame, fit_length: int, paths: list[str | Path]) -> None:
     """Accuracy drop by layer for each erasure: a row per task, a column per architecture.
 
     Lines are means over seeds (``pca`` at its largest k). The grey band spans the mean
     drop of random subspaces of the probe erasure's rank at that layer (lowest to highest
     seed): the chance level the probe-direction erasure has to clear.
     """
-    frame = ablations[ablations["eval_length"] == fit_length]
+    frame = erasures[erasures["eval_length"] == fit_length]
     tasks = _ordered(frame["task"], TASK_TITLE)
     archs = _ordered(frame["arch"], ARCHS)
     fig, axes = plt.subplots(
@@ -216,10 +216,10 @@ def ablation_profiles(ablations: pd.DataFrame, fit_length: int, paths: list[str 
     _save(fig, paths)
 
 
-def ablation_ood(ablations: pd.DataFrame, readability: pd.DataFrame, paths: list[str | Path]) -> None:
+def erasure_ood(erasures: pd.DataFrame, readability: pd.DataFrame, paths: list[str | Path]) -> None:
     """Drop against evaluation length for the probe-direction erasure at each run's best probe layer."""
     best = readability[readability["method"] == "probe"][["arch", "task", "seed", "best_probe_layer"]]
-    frame = ablations[ablations["method"] == "probe"].merge(best, on=["arch", "task", "seed"])
+    frame = erasures[erasures["method"] == "probe"].merge(best, on=["arch", "task", "seed"])
     frame = frame[frame["layer"] == frame["best_probe_layer"]]
     tasks = _ordered(frame["task"], TASK_TITLE)
     fig, axes = plt.subplots(1, len(tasks), figsize=(3.4 * len(tasks), 3.2), sharey=True, squeeze=False)
@@ -237,13 +237,13 @@ def ablation_ood(ablations: pd.DataFrame, readability: pd.DataFrame, paths: list
 
 
 def pretrained_profiles(
-    probes: pd.DataFrame, ablations: pd.DataFrame, fit_length: int, paths: list[str | Path]
+    probes: pd.DataFrame, erasures: pd.DataFrame, fit_length: int, paths: list[str | Path]
 ) -> None:
     """Per pretrained model and task: where the label is readable (probe accuracy by
     layer) and where the model needs it (accuracy lost when the probe directions, or the
     top-k PCA subspace, are erased at that layer). A column per task, a colour per model."""
     readable = probes[(probes["target"] == "labels") & (probes["split"] == "probe")]
-    erased = ablations[(ablations["eval_length"] == fit_length) & ablations["method"].isin(["probe", "pca"])]
+    erased = erasures[(erasures["eval_length"] == fit_length) & erasures["method"].isin(["probe", "pca"])]
     erased = erased[(erased["method"] == "probe") | (erased["k"] == erased["k"].max())]
     tasks = _ordered(readable["task"], TASK_TITLE)
     models = list(dict.fromkeys(readable["arch"]))

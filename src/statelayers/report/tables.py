@@ -27,7 +27,7 @@ def params_table(metas: list[dict], target: int, tolerance: float = 0.10) -> pd.
     return frame
 
 
-def readability_vs_causality(probes: pd.DataFrame, ablations: pd.DataFrame) -> pd.DataFrame:
+def readability_vs_causality(probes: pd.DataFrame, erasures: pd.DataFrame) -> pd.DataFrame:
     """Per run and erasure method: the most readable layer against the most necessary one.
 
     Readability: held-out probe accuracy on the training label (``split == "probe"``).
@@ -38,7 +38,7 @@ def readability_vs_causality(probes: pd.DataFrame, ablations: pd.DataFrame) -> p
     key = ["arch", "task", "seed"]
     readable = probes[(probes["split"] == "probe") & (probes["target"] == "labels")]
     fit_length = readable["eval_length"].iloc[0]
-    at_fit = ablations[ablations["eval_length"] == fit_length]
+    at_fit = erasures[erasures["eval_length"] == fit_length]
     random = at_fit[at_fit["method"] == "random"].groupby([*key, "layer", "rank"])["drop"].mean()
     rows = []
     for run, run_probes in readable.groupby(key):

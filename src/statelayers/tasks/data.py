@@ -119,13 +119,13 @@ def make_split(
     """``n`` sequences of one split; Code-Depth cuts them from the ``corpus`` Parquet file."""
     rng = split_rng(seed, task, split, length)
     if task == "codedepth":
-        from statelayers import io
+        from statelayers import files
         from statelayers.tasks import codedepth
 
         if corpus is None:
             raise ValueError("codedepth data needs the corpus file")
         arrays, stats = codedepth.windows(
-            io.read_parquet(corpus), split, n, length, rng, **dict(task_params or {})
+            files.read_parquet(corpus), split, n, length, rng, **dict(task_params or {})
         )
         log.info("codedepth %s L%d: %s", split, length, stats)
     else:

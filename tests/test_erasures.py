@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 import torch
 
-from statelayers.measure.interventions import (
+from statelayers.measure.erasures import (
     Erasure,
-    InterventionConfig,
+    ErasureConfig,
     erasures,
     inlp,
     leace,
@@ -109,7 +109,7 @@ def test_random_subspaces_are_orthonormal_and_differ():
 def test_every_method_and_its_controls_are_generated():
     X, y, groups = separable(classes=3)
     probe, _ = fit_probe(X, y, groups, ProbeConfig())
-    config = InterventionConfig(pca_k=(1, 4), random_draws=2, inlp_iterations=2)
+    config = ErasureConfig(pca_k=(1, 4), random_draws=2, inlp_iterations=2)
     made = list(erasures(X, y, groups, probe, config, ProbeConfig(), np.random.default_rng(0)))
     methods = [e.method for e in made]
     assert methods[:5] == ["probe", "pca", "pca", "inlp", "leace"]
@@ -143,7 +143,7 @@ def test_erasure_is_an_affine_map_like_leace():
 
 
 def test_fit_subsample_takes_whole_sequences_up_to_the_budget():
-    from statelayers.measure.interventions import sequence_subsample
+    from statelayers.measure.erasures import sequence_subsample
 
     groups = np.repeat(np.arange(50), 10)
     kept = sequence_subsample(groups, 205, seed=0)
@@ -155,7 +155,7 @@ def test_fit_subsample_takes_whole_sequences_up_to_the_budget():
 
 @pytest.mark.parametrize("start_token", [False, True])
 def test_edited_accuracy_from_clean_states_equals_a_full_edited_pass(start_token):
-    from statelayers.measure.interventions import edited_accuracy
+    from statelayers.measure.erasures import edited_accuracy
     from statelayers.models.inference import accuracy, predict
 
     torch.manual_seed(0)

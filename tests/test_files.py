@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from statelayers import io
+from statelayers import files
 from statelayers.models.spec import ModelSpec
 from statelayers.models.tagger import build_model, load_model, save_model
 
@@ -11,7 +11,7 @@ from statelayers.models.tagger import build_model, load_model, save_model
 def test_failed_write_leaves_nothing_behind(tmp_path):
     target = tmp_path / "table.csv"
     with pytest.raises(RuntimeError):
-        with io.atomic_path(target) as tmp:
+        with files.atomic_path(target) as tmp:
             tmp.write_text("half")
             raise RuntimeError("crash mid-write")
     assert list(tmp_path.iterdir()) == []
@@ -19,25 +19,25 @@ def test_failed_write_leaves_nothing_behind(tmp_path):
 
 def test_successful_write_replaces_atomically(tmp_path):
     target = tmp_path / "t.parquet"
-    io.write_parquet(pd.DataFrame({"a": [1, 2]}), target)
-    io.write_parquet(pd.DataFrame({"a": [3]}), target)
-    assert io.read_parquet(target)["a"].tolist() == [3]
+    files.write_parquet(pd.DataFrame({"a": [1, 2]}), target)
+    files.write_parquet(pd.DataFrame({"a": [3]}), target)
+    assert files.read_parquet(target)["a"].tolist() == [3]
     assert [p.name for p in tmp_path.iterdir()] == ["t.parquet"]
 
 
 def test_truncated_parquet_names_the_file_and_the_fix(tmp_path):
     target = tmp_path / "train_L40.parquet"
-    io.write_parquet(pd.DataFrame({"a": range(100)}), target)
+    files.write_parquet(pd.DataFrame({"a": range(100)}), target)
     target.write_bytes(target.read_bytes()[:50])
-    with pytest.raises(io.CorruptInputError, match="train_L40.parquet.*rerun snakemake"):
-        io.read_parquet(target)
+    with pytest.raises(files.CorruptInputError, match="train_L40.parquet.*rerun snakemake"):
+        files.read_parquet(target)
 
 
 def test_truncated_checkpoint_names_the_file(tmp_path):
     save_model(build_model(ModelSpec("gru", 2, 2, d_model=4, n_layers=1)), tmp_path)
     weights = tmp_path / "model.pt"
     weights.write_bytes(weights.read_bytes()[:100])
-    with pytest.raises(io.CorruptInputError, match="model.pt"):
+    with pytest.raises(files.CorruptInputError, match="model.pt"):
         load_model(tmp_path)
 
 

@@ -1,6 +1,6 @@
 """Print the config keys that train each swept pair at the point the sweep selected.
 
-Usage: python tools/sweep_settings.py [SWEEP_TABLE] [CONFIG]
+Usage: python tools/selected_points.py [SWEEP_TABLE] [CONFIG]
 (defaults: results/tables/sweep.csv and config/config.yaml, whose ``sweep.blocks`` name
 the blocks). Prints YAML with ``training.overrides`` and ``model.options`` under
 ``arch/task`` keys, to merge into the config by hand; selection on validation accuracy

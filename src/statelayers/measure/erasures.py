@@ -133,7 +133,7 @@ def leace(X: np.ndarray, y: np.ndarray) -> Erasure:
 
 
 @dataclass(frozen=True)
-class InterventionConfig:
+class ErasureConfig:
     pca_k: tuple[int, ...] = (1, 4, 8)
     random_draws: int = 2
     inlp_iterations: int = 4
@@ -159,7 +159,7 @@ def erasures(
     y: np.ndarray,
     groups: np.ndarray,
     probe,
-    config: InterventionConfig,
+    config: ErasureConfig,
     probe_config: ProbeConfig,
     rng: np.random.Generator,
 ) -> Iterator[Erasure]:
@@ -202,11 +202,11 @@ def edited_accuracy(
     return scores(np.concatenate(predicted), data["labels"])[0]
 
 
-def intervention_rows(
+def erasure_rows(
     model: SequenceTagger,
     probe_states: str,
     test_data: dict[int, dict[str, np.ndarray]],
-    config: InterventionConfig,
+    config: ErasureConfig,
     probe_config: ProbeConfig,
     run_seed: int = 0,
 ) -> list[dict]:

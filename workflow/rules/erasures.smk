@@ -2,35 +2,35 @@ localrules:
     readability_table,
 
 
-rule interventions:
+rule erasures:
     input:
         unpack(model_files),
-        unpack(test_data(config["interventions"]["eval_lengths"])),
+        unpack(test_data(config["erasures"]["eval_lengths"])),
         probe=PROBE_STATES,
     output:
-        f"results/ablations/{RUN}.csv",
+        f"results/erasures/{RUN}.csv",
     log:
-        f"results/logs/interventions/{RUN}.log",
+        f"results/logs/erasures/{RUN}.log",
     benchmark:
-        f"results/benchmarks/interventions/{RUN}.tsv"
+        f"results/benchmarks/erasures/{RUN}.tsv"
     conda:
         CONDA_ENV
     threads: config["training"]["threads"]
     resources:
         gpu=model_gpu,
     params:
-        interventions=intervention_settings,
+        erasures=erasure_settings,
         probe=config["probes"],
         device=config["training"]["device"],
         mamba=mamba_settings,
     script:
-        "../scripts/interventions.py"
+        "../scripts/erasures.py"
 
 
 rule readability_table:
     input:
         probes=TABLES["probes"],
-        ablations=TABLES["ablations"],
+        erasures=TABLES["erasures"],
     output:
         TABLES["readability_vs_causality"],
     log:
