@@ -85,15 +85,15 @@ def gpu_rules(root: Path = REPO) -> set[str]:
 
 
 def test_profile_requests_gpus_only_where_rules_use_them():
-    """Every rule with a ``gpu`` resource has a set-resources entry (gpu 0 until a GPU
-    cluster switches it on); no global gpu limit; the Slurm executor; squeue status."""
+    """Every rule with a ``gpu`` resource has a set-resources entry pinning gpu 0 (the GPU
+    layer, profiles/slurm-gpu, gives it one); no global gpu limit; the Slurm executor; squeue status."""
     profile = yaml.safe_load((REPO / "profiles" / "slurm" / "config.yaml").read_text())
     gpu_rules_ = gpu_rules()
     assert {"train", "evaluate", "erasures"} <= gpu_rules_
     with_gpu = {rule for rule, res in profile["set-resources"].items() if "gpu" in res}
     assert with_gpu == gpu_rules_
     assert all(profile["set-resources"][rule]["gpu"] == 0 for rule in gpu_rules_)
-    assert all(profile["set-resources"][rule]["cpus_per_gpu"] >= 1 for rule in gpu_rules_)
+    assert not any("cpus_per_gpu" in profile["set-resources"][rule] for rule in gpu_rules_)  # the GPU layer's
     assert "resources" not in profile and "gpu" not in str(profile["default-resources"])
     assert profile["executor"] == "slurm" and profile["slurm-status-command"] == "squeue"
 
