@@ -1,13 +1,16 @@
 """Time one CPU training step of Mamba-1 and Mamba-2 against the LSTM, side by side in one process.
 
 Usage: ``python benchmarks/mamba_step.py [--threads 1 2] [--steps 8] [--repeats 3]
-[--csv PATH] [--compile] [--profile MODEL]``
+[--csv PATH] [--compile] [--profile MODEL] [--ssd LENGTH ...]``
 
 The models are the workflow's (``model`` in config/config.yaml: 4 layers, d_model 128,
 parameter-matched to 830K, Mamba-2 with its state size, head size and chunk), one
 AdamW step of :mod:`statelayers.training` on a batch of 64 parity sequences of length 40.
 Rows: the LSTM; Mamba and Mamba-2 with the ``fast`` path (the fused numba kernels of
-:mod:`statelayers.models.kernels`); both on the path ``fast`` takes without numba, which was
+:mod:`statelayers.models.kernels`, and for Mamba-2's scan in training SSD's quadratic
+single-chunk form, :mod:`statelayers.models.kernels.ssd_quadratic`); Mamba-2 with its
+step-by-step SSD kernel instead of the quadratic form, the comparison that decides
+between the two; both on the path ``fast`` takes without numba, which was
 ``fast`` on CPU before the kernels (this package's PyTorch scan and shifted-add
 convolution; transformers' chunked scan for Mamba-2); both with transformers' PyTorch
 code (``reference``); and Mamba with its scan replaced by the
@@ -22,7 +25,9 @@ with the cache that run left: the first-call cost of a job on a cold and a warm 
 ``--profile MODEL`` prints torch.profiler's top operations of that row's step (where
 the remaining time goes). ``--exp`` times the kernels' inner loop, ``exp(dt * A)`` over a
 block of channels, with this package's vectorisable float32 exponential and with
-``math.exp`` (libm's scalar ``expf``, what numba emits without SVML).
+``math.exp`` (libm's scalar ``expf``, what numba emits without SVML). ``--ssd 40 64``
+times Mamba-2's two CPU forms of SSD alone, forward and forward plus backward, at the
+study's sizes and the given lengths, and exits.
 """
 
 from __future__ import annotations
@@ -45,6 +50,7 @@ import yaml
 from transformers.models.mamba import modeling_mamba
 
 from statelayers.models import causal_conv, mamba_scan
+from statelayers.models.kernels import ssd, ssd_quadratic
 from statelayers.models.tagger import build_model, matched_spec
 from statelayers.training import TrainConfig, make_optimizer, training_step
 
@@ -53,6 +59,7 @@ ROWS = {
     "lstm": ("lstm", "fast"),
     "mamba": ("mamba", "fast"),
     "mamba2": ("mamba2", "fast"),
+    "mamba2, step-by-step SSD kernel": ("mamba2", "ssd-steps"),
     "mamba, PyTorch path (before the kernels)": ("mamba", "pytorch"),
     "mamba2, PyTorch path (before the kernels)": ("mamba2", "pytorch"),
     "mamba, scan-free floor": ("mamba", "scan-free"),
@@ -69,6 +76,7 @@ def scan_free(hidden_states, dt, A, B, C, D=None, z=None, **_):
 
 def make_step(arch: str, scan: str, batch: int = 64, length: int = 40):
     """One training step of the workflow's ``arch`` as a closure; ``scan`` is ``fast``,
+    ``ssd-steps`` (``fast`` with Mamba-2's step-by-step SSD kernel at every length),
     ``pytorch`` (``fast`` as if numba were missing), ``reference`` or ``scan-free``."""
     model_config = yaml.safe_load(CONFIG.read_text())["model"]
     torch.manual_seed(0)
@@ -98,6 +106,8 @@ def make_step(arch: str, scan: str, batch: int = 64, length: int = 40):
             if scan == "pytorch":
                 for module in (mamba_scan, causal_conv):
                     stack.enter_context(mock.patch.object(module, "runs_cpu_kernels", lambda tensor: False))
+            if scan == "ssd-steps":  # no length is short enough for the quadratic form
+                stack.enter_context(mock.patch.object(ssd_quadratic, "MAX_LENGTH", 0))
             training_step(model, optimizer, tokens, labels, config, torch.device("cpu"))
 
     return step
@@ -130,6 +140,53 @@ def time_rows(threads: int, steps: int, repeats: int) -> pd.DataFrame:
             "ratio_to_lstm": [seconds / best["lstm"] for seconds in best.values()],
         }
     )
+
+
+def ssd_milliseconds(length: int, threads: int, repeats: int, calls: int = 10) -> dict[str, float]:
+    """Milliseconds per call of the two CPU forms of Mamba-2's SSD, forward alone and
+    forward plus backward, at the study's sizes (batch 64, 16 heads of 32, state 64, one
+    group); rounds interleaved, fastest kept."""
+    torch.set_num_threads(threads)
+    g = torch.Generator().manual_seed(0)
+    batch, heads, head_dim, n_state = 64, 16, 32, 64
+    inputs = dict(
+        x=torch.randn(batch, length, heads, head_dim, generator=g),
+        dt=torch.randn(batch, length, heads, generator=g),
+        A=-torch.rand(heads, generator=g) * 15 - 1,
+        B=torch.randn(batch, length, 1, n_state, generator=g),
+        C=torch.randn(batch, length, 1, n_state, generator=g),
+        D=torch.randn(heads, generator=g),
+        dt_bias=torch.randn(heads, generator=g) - 3,
+    )
+    leaves = {k: v.clone().requires_grad_() for k, v in inputs.items()}
+    grad = torch.randn(batch, length, heads, head_dim, generator=g)
+    forms = {
+        "quadratic": ssd_quadratic.mamba_chunk_scan_combined,
+        "step-by-step": ssd.mamba_chunk_scan_combined,
+    }
+
+    def forward(scan, args):
+        return scan(args["x"], args["dt"], args["A"], args["B"], args["C"], 20, D=args["D"],
+                    dt_bias=args["dt_bias"], dt_softplus=True)  # fmt: skip
+
+    def run(scan, backward):
+        if backward:
+            forward(scan, leaves).backward(grad)
+        else:
+            with torch.no_grad():
+                forward(scan, inputs)
+
+    best: dict[str, float] = {}
+    for _ in range(repeats):
+        for name, scan in forms.items():
+            for backward in (False, True):
+                run(scan, backward)
+                start = time.perf_counter()
+                for _ in range(calls):
+                    run(scan, backward)
+                key = f"{name}, {'forward + backward' if backward else 'forward'}"
+                best[key] = min(best.get(key, float("inf")), (time.perf_counter() - start) / calls * 1e3)
+    return best
 
 
 def first_call_seconds() -> dict[str, float]:
@@ -208,7 +265,16 @@ def main() -> None:
     parser.add_argument("--compile", action="store_true", help="time the kernels' first call, cold and warm")
     parser.add_argument("--profile", choices=ROWS, help="torch.profiler's top operations of one row")
     parser.add_argument("--exp", action="store_true", help="time the vectorised exp against libm's")
+    parser.add_argument(
+        "--ssd", type=int, nargs="*", help="time Mamba-2's two SSD forms alone at these lengths"
+    )
     args = parser.parse_args()
+    if args.ssd:
+        for length in args.ssd:
+            for threads in args.threads:
+                for name, ms in ssd_milliseconds(length, threads, args.repeats).items():
+                    print(f"SSD, length {length}, {threads} threads, {name:34s} {ms:8.2f} ms")
+        return
     if args.exp:
         for name, ns in exp_nanoseconds().items():
             print(f"exp(dt * A), {name}: {ns:.3f} ns per element")

@@ -1,5 +1,6 @@
-"""The fused numba kernels equal transformers' PyTorch code, are deterministic, follow
-torch's thread count, and their exponential is vectorised."""
+"""The fused numba kernels and Mamba-2's quadratic single-chunk SSD equal transformers'
+PyTorch code; the kernels are deterministic, follow torch's thread count, and their
+exponential is vectorised."""
 
 import os
 import platform
@@ -17,6 +18,8 @@ from numba import njit
 from statelayers.models.kernels.elementwise import FASTMATH, exp, sigmoid, softplus
 from statelayers.models.kernels.selective_scan import selective_scan_fn
 from statelayers.models.kernels.ssd import mamba_chunk_scan_combined
+from statelayers.models.kernels.ssd_quadratic import SegmentExp
+from statelayers.models.kernels.ssd_quadratic import mamba_chunk_scan_combined as quadratic_chunk_scan
 from statelayers.models.mamba_scan import REFERENCE_CHUNK_SCAN, REFERENCE_SCAN
 
 
@@ -71,6 +74,18 @@ def mamba2_fused(i, chunk_size=5, dt_limit=(0.0, float("inf"))):
     )  # fmt: skip
 
 
+def mamba2_quadratic(i, chunk_size=5, dt_limit=(0.0, float("inf"))):
+    return quadratic_chunk_scan(
+        i["x"], i["dt"], i["A"], i["B"], i["C"], chunk_size, D=i.get("D"), dt_bias=i.get("dt_bias"),
+        dt_softplus=True, dt_limit=dt_limit, return_final_states=True,
+    )  # fmt: skip
+
+
+MAMBA2_SCANS = pytest.mark.parametrize(
+    "scan", [mamba2_fused, mamba2_quadratic], ids=["step-by-step", "quadratic"]
+)
+
+
 def mamba2_reference(i, chunk_size=5, dt_limit=(0.0, float("inf"))):
     return REFERENCE_CHUNK_SCAN(
         i["x"], i["dt"], i["A"], i["B"], i["C"], chunk_size, D=i.get("D"), dt_bias=i.get("dt_bias"),
@@ -115,55 +130,92 @@ def test_the_mamba_kernel_without_softplus_takes_the_step_size_as_given():
     assert_same(fused, outputs_and_gradients(mamba_reference, inputs, softplus=False))
 
 
+@MAMBA2_SCANS
 @pytest.mark.parametrize("threads", [1, 2])
-@pytest.mark.parametrize("length, chunk_size", [(13, 5), (40, 20), (60, 20), (7, 20), (1, 4)])
-def test_the_mamba2_kernel_matches_transformers_at_every_length(threads, length, chunk_size):
+@pytest.mark.parametrize("length, chunk_size", [(13, 5), (40, 20), (64, 20), (60, 20), (7, 20), (1, 4)])
+def test_both_mamba2_scans_match_transformers_at_every_length(scan, threads, length, chunk_size):
     """Lengths that are and are not multiples of the chunk (transformers pads those)."""
     torch.set_num_threads(threads)
     inputs = mamba2_inputs(length=length)
-    fused = outputs_and_gradients(mamba2_fused, inputs, chunk_size=chunk_size)
-    assert_same(fused, outputs_and_gradients(mamba2_reference, inputs, chunk_size=chunk_size))
+    ours = outputs_and_gradients(scan, inputs, chunk_size=chunk_size)
+    assert_same(ours, outputs_and_gradients(mamba2_reference, inputs, chunk_size=chunk_size))
 
 
-def test_the_mamba2_kernel_clamps_step_sizes_like_transformers():
+@MAMBA2_SCANS
+@pytest.mark.parametrize("heads, groups", [(4, 1), (4, 4), (6, 3)])
+def test_both_mamba2_scans_match_transformers_for_any_grouping_of_heads(scan, heads, groups):
+    inputs = mamba2_inputs(length=40, heads=heads, groups=groups)
+    ours = outputs_and_gradients(scan, inputs, chunk_size=20)
+    assert_same(ours, outputs_and_gradients(mamba2_reference, inputs, chunk_size=20))
+
+
+@MAMBA2_SCANS
+def test_both_mamba2_scans_clamp_step_sizes_like_transformers(scan):
     inputs = mamba2_inputs()
     limits = {"dt_limit": (0.2, 1.5)}
-    fused, reference = (
-        outputs_and_gradients(mamba2_fused, inputs, **limits),
+    ours, reference = (
+        outputs_and_gradients(scan, inputs, **limits),
         outputs_and_gradients(mamba2_reference, inputs, **limits),
     )
-    assert_same(fused, reference)
-    unclamped = outputs_and_gradients(mamba2_fused, inputs)
-    assert not torch.allclose(fused[0], unclamped[0])  # the limits bind on these inputs
+    assert_same(ours, reference)
+    unclamped = outputs_and_gradients(scan, inputs)
+    assert not torch.allclose(ours[0], unclamped[0])  # the limits bind on these inputs
 
 
-def test_the_mamba2_kernel_without_skip_or_bias_matches_transformers():
+@MAMBA2_SCANS
+def test_both_mamba2_scans_without_skip_or_bias_match_transformers(scan):
     inputs = {k: v for k, v in mamba2_inputs().items() if k not in ("D", "dt_bias")}
-    assert_same(outputs_and_gradients(mamba2_fused, inputs), outputs_and_gradients(mamba2_reference, inputs))
+    assert_same(outputs_and_gradients(scan, inputs), outputs_and_gradients(mamba2_reference, inputs))
 
 
-def test_gradcheck_of_the_mamba_kernel_in_double_precision():
-    inputs = mamba_inputs(batch=2, channels=3, length=4, state=2, dtype=torch.float64, seed=1)
-    names = list(inputs)
-    leaves = [inputs[k].requires_grad_() for k in names]
+def test_the_quadratic_form_equals_the_step_by_step_kernel_where_decays_are_extreme():
+    """Step sizes up to ~30 and decay rates up to 40 drive the running sum of exponents
+    to -10^4 within 64 steps: nothing overflows, underflows into NaN or loses accuracy."""
+    inputs = mamba2_inputs(length=64, heads=4, groups=1)
+    inputs["A"] = -torch.linspace(0.5, 40, 4)
+    inputs["dt"] = inputs["dt"] * 10
+    quadratic, stepwise = outputs_and_gradients(mamba2_quadratic, inputs), outputs_and_gradients(
+        mamba2_fused, inputs
+    )
+    assert all(torch.isfinite(t).all() for t in (quadratic[0], quadratic[1], *quadratic[2].values()))
+    assert_same(quadratic, stepwise)
 
-    def scan(*args):
-        out, last = mamba_fused(dict(zip(names, args)))
-        return out, last
 
-    assert torch.autograd.gradcheck(scan, leaves)
+def test_segment_exponentials_are_accurate_products_of_decays_and_zero_above_the_diagonal():
+    """Running sums of exponents reach -2000 here; differences of a float32 cumulative sum
+    would be off by ~1e-4 relative, the float64 one leaves float32's rounding of each
+    exponent (at most 80 x 6e-8 where the result is not 0)."""
+    a = -torch.rand(3, 64, generator=torch.Generator().manual_seed(0)) * 60
+    out = SegmentExp.apply(a).double()
+    expected = torch.zeros(3, 64, 64, dtype=torch.float64)
+    for t in range(64):
+        for s in range(t + 1):
+            expected[:, t, s] = a[:, s + 1 : t + 1].double().sum(-1).exp()
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=2e-35)
+    assert (out.triu(1) == 0).all()
 
 
-def test_gradcheck_of_the_mamba2_kernel_in_double_precision():
+@MAMBA2_SCANS
+@pytest.mark.parametrize("groups", [1, 2])
+def test_gradcheck_of_both_mamba2_scans_in_double_precision(scan, groups):
     inputs = mamba2_inputs(
-        batch=2, length=4, heads=2, head_dim=3, groups=1, state=2, dtype=torch.float64, seed=1
+        batch=2, length=4, heads=2, head_dim=3, groups=groups, state=2, dtype=torch.float64, seed=1
     )
     names = list(inputs)
     leaves = [inputs[k].requires_grad_() for k in names]
-    assert torch.autograd.gradcheck(lambda *args: mamba2_fused(dict(zip(names, args))), leaves)
+    assert torch.autograd.gradcheck(lambda *args: scan(dict(zip(names, args))), leaves)
 
 
-@pytest.mark.parametrize("kernel, inputs", [(mamba_fused, mamba_inputs), (mamba2_fused, mamba2_inputs)])
+def test_gradcheck_of_the_segment_exponentials_in_double_precision():
+    a = (-torch.rand(2, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64)).requires_grad_()
+    assert torch.autograd.gradcheck(SegmentExp.apply, (a,))
+
+
+@pytest.mark.parametrize(
+    "kernel, inputs",
+    [(mamba_fused, mamba_inputs), (mamba2_fused, mamba2_inputs), (mamba2_quadratic, mamba2_inputs)],
+    ids=["mamba", "mamba2-step-by-step", "mamba2-quadratic"],
+)
 def test_the_kernels_are_bit_identical_run_to_run_and_across_thread_counts(kernel, inputs):
     results = []
     for threads in (2, 2, 1):

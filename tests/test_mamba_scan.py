@@ -1,11 +1,20 @@
-"""The fast scans (the fused kernels on CPU, the PyTorch scan elsewhere) equal
-transformers' reference in values and gradients, also inside whole models."""
+"""The fast scans (the fused kernels and Mamba-2's quadratic form on CPU, the PyTorch
+scan elsewhere) equal transformers' reference in values and gradients, also inside whole
+models, and padding a sequence at its end changes no output before the pad."""
 
 import pytest
 import torch
 
 from statelayers.models.backends import use_backend
-from statelayers.models.mamba_scan import REFERENCE_SCAN, SelectiveScan, selective_scan, torch_selective_scan
+from statelayers.models.kernels import ssd, ssd_quadratic
+from statelayers.models.mamba_scan import (
+    REFERENCE_CHUNK_SCAN,
+    REFERENCE_SCAN,
+    SelectiveScan,
+    chunk_scan,
+    selective_scan,
+    torch_selective_scan,
+)
 from statelayers.models.spec import ModelSpec
 from statelayers.models.tagger import build_model
 
@@ -105,3 +114,78 @@ def test_inference_path_equals_the_differentiable_one():
     assert y_train.requires_grad and not y_eval.requires_grad
     torch.testing.assert_close(y_eval, y_train.detach())
     torch.testing.assert_close(last_eval, last_train.detach())
+
+
+def chunk_scan_inputs(length, batch=2, heads=4, head_dim=8, groups=2, state=6):
+    g = torch.Generator().manual_seed(3)
+    return dict(
+        hidden_states=torch.randn(batch, length, heads, head_dim, generator=g),
+        dt=torch.randn(batch, length, heads, generator=g),
+        A=-torch.rand(heads, generator=g) * 4,
+        B=torch.randn(batch, length, groups, state, generator=g),
+        C=torch.randn(batch, length, groups, state, generator=g),
+        D=torch.randn(heads, generator=g),
+        dt_bias=torch.randn(heads, generator=g),
+    )
+
+
+@pytest.mark.parametrize("grad", [True, False], ids=["training", "no-grad"])
+@pytest.mark.parametrize("length", [40, ssd_quadratic.MAX_LENGTH, ssd_quadratic.MAX_LENGTH + 6])
+def test_mamba2_chunk_scan_matches_reference_and_picks_its_form_by_length_and_gradient(
+    length, grad, monkeypatch
+):
+    """Differentiated and at most MAX_LENGTH long: the quadratic form; otherwise the
+    step-by-step kernel. Either way outputs and final states equal transformers'."""
+    calls = []
+    for module in (ssd, ssd_quadratic):
+        original = module.mamba_chunk_scan_combined
+        monkeypatch.setattr(
+            module,
+            "mamba_chunk_scan_combined",
+            lambda *a, _f=original, _m=module, **k: calls.append(_m) or _f(*a, **k),
+        )
+    inputs = chunk_scan_inputs(length)
+    leaves = {k: v.clone().requires_grad_(grad) for k, v in inputs.items()}
+    options = dict(chunk_size=20, dt_softplus=True, dt_limit=(0.0, 4.0), return_final_states=True)
+    out, last = chunk_scan(**leaves, **options)
+    out_ref, last_ref = REFERENCE_CHUNK_SCAN(**inputs, **options)
+    assert calls == [ssd_quadratic if grad and length <= ssd_quadratic.MAX_LENGTH else ssd]
+    torch.testing.assert_close(out.detach(), out_ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(last.detach(), last_ref, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("scan", ["fast", "reference"])
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_padding_a_mamba2_sequence_at_the_end_leaves_every_earlier_output_unchanged(scan, mode):
+    """Evaluation lengths that are no multiple of the chunk may be padded at the end: the
+    model is causal, so logits before the pad (and their gradients) are those of the
+    unpadded sequence."""
+    use_backend("torch", scan=scan)
+    try:
+        model = build_model(
+            ModelSpec(
+                "mamba2",
+                5,
+                3,
+                d_model=16,
+                n_layers=2,
+                options={"state_size": 8, "head_dim": 8, "chunk_size": 8},
+            )
+        )
+        getattr(model, mode)()
+        tokens = torch.randint(0, 5, (3, 13), generator=torch.Generator().manual_seed(0))
+        padded = torch.cat([tokens, torch.zeros(3, 3, dtype=tokens.dtype)], dim=1)  # 16 = 2 chunks
+        grads = []
+        for sequence in (tokens, padded):
+            model.zero_grad()
+            logits = model(sequence)[:, :13]
+            logits.logsumexp(-1).sum().backward()
+            grads.append(
+                (logits.detach(), [p.grad.clone() for p in model.parameters() if p.grad is not None])
+            )
+    finally:
+        use_backend("torch", scan="fast")
+    (logits, grad), (logits_padded, grad_padded) = grads
+    torch.testing.assert_close(logits_padded, logits, rtol=1e-5, atol=1e-6)
+    for a, b in zip(grad_padded, grad):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)

@@ -1,10 +1,18 @@
 """The ``fast`` scans that transformers' Mamba and Mamba-2 mixers call under the
-``torch`` backend: the fused numba kernels on CPU, PyTorch elsewhere.
+``torch`` backend: fused numba kernels (and SSD's quadratic form) on CPU, PyTorch elsewhere.
 
 On CPU tensors :func:`selective_scan` (Mamba-1) runs
-:func:`statelayers.models.kernels.selective_scan.selective_scan_fn` and :func:`chunk_scan`
-(Mamba-2) runs :func:`statelayers.models.kernels.ssd.mamba_chunk_scan_combined`: softplus,
-bias, skip and gate fused into one compiled pass, forward and backward. On other devices
+:func:`statelayers.models.kernels.selective_scan.selective_scan_fn`: softplus, bias, skip
+and gate fused into one compiled pass, forward and backward. :func:`chunk_scan` (Mamba-2)
+runs :func:`statelayers.models.kernels.ssd_quadratic.mamba_chunk_scan_combined` when it
+is differentiated on sequences of up to
+:data:`statelayers.models.kernels.ssd_quadratic.MAX_LENGTH` positions (training on the
+study's): SSD as one attention-like chunk in batched matrix products, whose forward and
+backward together are faster than the step-by-step kernel's (30 against 38 ms per layer
+at length 40 and one thread, ``benchmarks/mamba_step.py --ssd 40``). Otherwise, on longer sequences and under
+``torch.no_grad`` (where the step-by-step forward alone is as fast or faster and keeps
+no states), it runs :func:`statelayers.models.kernels.ssd.mamba_chunk_scan_combined`.
+On other devices
 (a GPU without mamba-ssm), or without numba, Mamba-1 runs the PyTorch scan below and Mamba-2
 transformers' chunked PyTorch scan, as does a Mamba-2 call with an initial state
 (generation with a cache, which the workflow never does).
@@ -179,12 +187,17 @@ def chunk_scan(
             hidden_states, dt, A, B, C, chunk_size, D=D, dt_bias=dt_bias, initial_states=initial_states,
             dt_softplus=dt_softplus, dt_limit=dt_limit, return_final_states=return_final_states, **kwargs,
         )  # fmt: skip
-    from statelayers.models.kernels.ssd import mamba_chunk_scan_combined
+    from statelayers.models.kernels import ssd, ssd_quadratic
 
+    short = hidden_states.shape[1] <= ssd_quadratic.MAX_LENGTH
+    training = torch.is_grad_enabled() and any(
+        t is not None and t.requires_grad for t in (hidden_states, dt, A, B, C, D, dt_bias)
+    )
+    scan = ssd_quadratic.mamba_chunk_scan_combined if short and training else ssd.mamba_chunk_scan_combined
     with torch.autocast("cpu", enabled=False):
         inputs = [None if t is None else t.float() for t in (hidden_states, dt, A, B, C, D, dt_bias)]
         x, dt, A, B, C, D, dt_bias = inputs
-        return mamba_chunk_scan_combined(
+        return scan(
             x, dt, A, B, C, chunk_size, D=D, dt_bias=dt_bias, dt_softplus=dt_softplus, dt_limit=dt_limit,
             return_final_states=return_final_states,
         )  # fmt: skip
