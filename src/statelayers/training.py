@@ -21,7 +21,7 @@ end training before it.
 On a GPU the step never waits for the device: the batch goes over from pinned memory,
 loss and accuracy accumulate as device tensors, and the host reads them only at history
 rows, validation checks and resume saves, so it queues step ``n + 1`` while the GPU runs
-step ``n``. On CPU the same arithmetic gives the same bits as the Python floats it replaced.
+step ``n``. On CPU the same arithmetic gives the same bits as reading every value back as a Python float.
 
 Resuming: every ``resume_every`` seconds (or 20 times the last save's duration, if
 longer, so saving a large model costs at most 5 % of its training) the loop saves
@@ -171,7 +171,7 @@ def make_optimizer(model: torch.nn.Module, config: TrainConfig, device: torch.de
     """AdamW over :func:`parameter_groups`: on CUDA the fused kernel, since a small model's
     step is bound by kernel launches and foreach (CUDA's default) launches one kernel per
     arithmetic operation; on CPU foreach, which loops over the tensors in C++ rather than
-    Python and is bit-identical to the per-tensor loop that was the CPU default (tested)."""
+    Python and is bit-identical to the per-tensor loop, torch's CPU default (tested)."""
     fused = device.type == "cuda"
     return torch.optim.AdamW(
         parameter_groups(model, config.weight_decay),

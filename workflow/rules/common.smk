@@ -275,8 +275,8 @@ def train_priority(wildcards):
     """Pretrained fine-tuning first, then the families by training time, longest first
     (registry.TRAINING_TIME_ORDER). Snakemake starts the ready jobs of highest priority
     first; longest first keeps a long job from starting last and running alone while the
-    other cores idle (a 260 s Mamba-2 job did, in a 2-core run). A family not yet timed
-    there starts last."""
+    other cores idle (a 260 s Mamba-2 job does, on 2 cores, when it starts last). A family
+    not timed there starts last."""
     if is_pretrained(wildcards):
         return len(TRAINING_TIME_ORDER) + 1
     family = base_arch(wildcards.arch)

@@ -14,7 +14,7 @@ depth      int8                         stack depth at ``pos`` (dyck only)
 vector     fixed_size_list<float32>[d]  the hidden state
 =========  ===========================  ==========================================
 
-Rows are sorted by (layer, seq_id, pos). Read a layer back with :func:`read_layer`.
+Rows are sorted by (layer, seq_id, pos). Read the layers back, one at a time, with :func:`read_layers`.
 """
 
 from __future__ import annotations

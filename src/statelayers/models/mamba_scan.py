@@ -35,7 +35,7 @@ recurrence written out by hand:
 so each step touches ``(batch, d_inner, state)`` tensors only and nothing of size
 ``length x batch x d_inner x state`` is differentiated through. The skip ``D u`` and the
 gate ``silu(z)`` stay in ordinary autograd. Under ``torch.no_grad`` (states, behaviour,
-interventions) the loop keeps no per-step states at all. The signature equals
+erasures, patching) the loop keeps no per-step states at all. The signature equals
 transformers' ``mamba_selective_scan``; the tests check outputs and gradients against it.
 """
 

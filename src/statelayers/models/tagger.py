@@ -4,7 +4,7 @@ Every model maps tokens ``(batch, length)`` to per-token logits and exposes the
 hidden state of every layer: index 0 is the embedding output, index ``i`` the
 output of block ``i`` (before any final norm). States are read with forward hooks
 on those modules (:meth:`SequenceTagger.forward`), which is also where later stages
-edit them, so reading and intervening use one mechanism for every architecture.
+edit them, so reading and editing use one mechanism for every architecture.
 
 Backbones: GPT-NeoX (rotary positions), Mamba and Mamba-2 are transformers' models
 built from their config classes; LSTM and GRU are stacks of single-layer torch

@@ -1,4 +1,4 @@
-"""The claims check: which of the paper's findings (STUDY.md, 1-7) this run reproduces.
+"""The claims check: which of the paper's findings (docs/study.md, 1-7) this run reproduces.
 
 The rules were written down before any result was looked at and are applied unchanged
 whatever the scale. Each finding is a list of sub-claims; each sub-claim is a quantity

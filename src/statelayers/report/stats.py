@@ -13,9 +13,9 @@ per-seed values are independent draws from a normal distribution, at every ``n >
 (``benchmarks/interval_coverage.csv``, 20 000 draws, 95 % nominal, n = 3 / 5):
 skewness 2/3 94.5 / 94.2 %, beta(8, 2) (skewness -0.83, like accuracies near a ceiling)
 93.4 / 92.8 %, skewness 1 93.9 / 93.1 %, skewness 1.75 92.1 / 91.1 %, skewness 2
-88.5 / 88.2 %. The percentile
-bootstrap used before covered 75 / 84 % of normal draws: with few seeds it cannot reach
-outside the seeds' range.
+88.5 / 88.2 %. A percentile
+bootstrap covers 75 / 84 % of normal draws: with few seeds it cannot reach outside the
+seeds' range.
 
 Discrete quantities: a value known only on a grid of step ``h`` (a layer position,
 ``h = 1``) that shows zero spread at three seeds is not certain. It is read as a

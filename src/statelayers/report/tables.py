@@ -43,9 +43,9 @@ def readability_vs_causality(probes: pd.DataFrame, erasures: pd.DataFrame) -> pd
     rows = []
     for run, run_probes in readable.groupby(key):
         best = run_probes.sort_values(["probe_accuracy", "layer"], ascending=[False, True]).iloc[0]
-        run_ablations = at_fit.set_index(key).loc[[run]].reset_index()
+        run_erasures = at_fit.set_index(key).loc[[run]].reset_index()
         for method in ("probe", "inlp", "leace"):
-            by_layer = run_ablations[run_ablations["method"] == method].sort_values("layer")
+            by_layer = run_erasures[run_erasures["method"] == method].sort_values("layer")
             if by_layer.empty:
                 continue
             causal = by_layer.sort_values(["drop", "layer"], ascending=[False, True]).iloc[0]
