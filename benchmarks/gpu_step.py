@@ -43,6 +43,7 @@ import yaml
 
 from statelayers.models.backends import resolve_backend
 from statelayers.models.registry import FAMILIES, SSM, base_arch
+from statelayers.settings import overlaid
 from statelayers.models.tagger import SequenceTagger, build_model, count_parameters, matched_spec
 from statelayers.training import TrainConfig, make_optimizer, training_step
 
@@ -55,19 +56,10 @@ ROWS = (
 TASK = "parity"
 
 
-def merged(base: Mapping, overlay: Mapping) -> dict:
-    """``overlay`` laid over ``base``, nested mappings key by key (as ``--configfile`` does)."""
-    out = dict(base)
-    for key, value in overlay.items():
-        both = isinstance(value, Mapping) and isinstance(base.get(key), Mapping)
-        out[key] = merged(base[key], value) if both else value
-    return out
-
-
 def paper_config() -> dict:
     """config/config.yaml with the config/paper.yaml overlay."""
     default, paper = (yaml.safe_load((CONFIG / name).read_text()) for name in ("config.yaml", "paper.yaml"))
-    return merged(default, paper)
+    return overlaid(default, paper)
 
 
 def train_config(config: Mapping) -> TrainConfig:

@@ -386,3 +386,13 @@ def test_the_scale_line_names_the_budgets_that_raise_a_pairs_steps_only():
         CONFIG, [], []
     )
     assert "step budgets" not in settings.run_scale(overlaid("paper.yaml"), [], [])
+
+
+def test_an_overlay_replaces_leaves_and_lists_and_keeps_what_it_does_not_name():
+    base = {"training": {"lr": 0.001, "overrides": {"gru": {"lr": 0.003}}}, "seeds": [0, 1, 2]}
+    overlay = {"training": {"overrides": {"lstm": {"lr": 0.01}}}, "seeds": [0]}
+    assert settings.overlaid(base, overlay) == {
+        "training": {"lr": 0.001, "overrides": {"gru": {"lr": 0.003}, "lstm": {"lr": 0.01}}},
+        "seeds": [0],
+    }
+    assert base["training"]["overrides"] == {"gru": {"lr": 0.003}}  # the base is not modified

@@ -55,7 +55,7 @@ import pandas as pd
 import yaml
 
 from statelayers.models.registry import NO_CONV, base_arch
-from statelayers.settings import train_settings
+from statelayers.settings import overlaid, train_settings
 from statelayers.training import CONSECUTIVE_CHECKS
 
 STAGE_SIZE = {
@@ -71,15 +71,6 @@ STAGE_SIZE = {
 to be proportional to (the stage's rule in workflow/rules reads those sequences)."""
 ONE_THREAD = ("probes", "probes (untrained)")
 """Stages whose rule takes one thread; the others take ``training.threads``."""
-
-
-def merged(base: Mapping, overlay: Mapping) -> dict:
-    """``overlay`` laid over ``base``, nested mappings key by key (as ``--configfile`` does)."""
-    out = dict(base)
-    for key, value in overlay.items():
-        both = isinstance(value, Mapping) and isinstance(base.get(key), Mapping)
-        out[key] = merged(base[key], value) if both else value
-    return out
 
 
 def read_yaml(path: Path) -> dict:
@@ -225,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     base = read_yaml(args.base)
-    paper = merged(base, read_yaml(args.paper))
+    paper = overlaid(base, read_yaml(args.paper))
     threads = args.threads or paper["training"]["threads"]
     if threads > args.cores:
         raise SystemExit(f"--cores {args.cores} is fewer than the {threads} cores a job takes")

@@ -23,6 +23,16 @@ PER_PAIR_KEYS = ("overrides", "pair_budgets")
 them): not training settings themselves."""
 
 
+def overlaid(base: Mapping, overlay: Mapping) -> dict:
+    """``overlay`` laid over ``base``, nested mappings key by key, as Snakemake lays a
+    ``--configfile`` over the config (for tools that read an overlay without Snakemake)."""
+    out = dict(base)
+    for key, value in overlay.items():
+        both = isinstance(value, Mapping) and isinstance(base.get(key), Mapping)
+        out[key] = overlaid(base[key], value) if both else value
+    return out
+
+
 def check_config(config: Mapping) -> None:
     """Raise ``ValueError`` for settings that pass the schema but cannot work together."""
     train_length = config["train_length"]
