@@ -194,3 +194,18 @@ def test_padding_a_mamba2_sequence_at_the_end_leaves_every_earlier_output_unchan
     torch.testing.assert_close(logits_padded, logits, rtol=1e-5, atol=1e-6)
     for a, b in zip(grad_padded, grad):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("batch", [1, 3])
+def test_the_quadratic_form_gives_transformers_final_states_for_one_sequence_and_for_several(batch):
+    """One sequence makes the scaled input a strided view; the final state must still come out."""
+    inputs = chunk_scan_inputs(13, batch=batch)
+    leaves = {k: v.clone().requires_grad_(True) for k, v in inputs.items()}
+    options = dict(chunk_size=8, dt_softplus=True, return_final_states=True)
+    out, last = ssd_quadratic.mamba_chunk_scan_combined(
+        leaves["hidden_states"], leaves["dt"], leaves["A"], leaves["B"], leaves["C"], 8,
+        D=leaves["D"], dt_bias=leaves["dt_bias"], dt_softplus=True, return_final_states=True,
+    )  # fmt: skip
+    out_ref, last_ref = REFERENCE_CHUNK_SCAN(**inputs, **options)
+    torch.testing.assert_close(out.detach(), out_ref, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(last.detach(), last_ref, rtol=1e-5, atol=1e-5)

@@ -118,7 +118,8 @@ def mamba_chunk_scan_combined(
     if not return_final_states:
         return out
     to_end = decay[..., -1, :].reshape(batch, groups, per_group * length, 1)  # M[L-1, s]
-    weighted = (drive.view(batch, groups, per_group * length, head_dim) * to_end).view(
+    # reshape, not view: with one sequence, ``drive`` is a strided view of ``x``.
+    weighted = (drive.reshape(batch, groups, per_group * length, head_dim) * to_end).reshape(
         batch * groups, per_group, length, head_dim
     )
     last = torch.matmul(weighted.transpose(-1, -2), B_g.view(batch * groups, 1, length, n_state))
