@@ -148,6 +148,11 @@ def selective_scan(
     return (y, last_state) if return_last_state else y
 
 
+def differentiated(*tensors: torch.Tensor | None) -> bool:
+    """Whether autograd will need this call's backward: the scans keep no per-step states otherwise."""
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
 def torch_selective_scan(u, dt, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False):
     """The scan in PyTorch operations (:class:`SelectiveScan`); returns ``(y, last_state)``."""
     if delta_bias is not None:
@@ -155,7 +160,7 @@ def torch_selective_scan(u, dt, A, B, C, D=None, z=None, delta_bias=None, delta_
     if delta_softplus:
         dt = F.softplus(dt)
     inputs = (u, dt, A, B, C)
-    if torch.is_grad_enabled() and any(t.requires_grad for t in inputs):
+    if differentiated(*inputs):
         y, last_state = SelectiveScan.apply(*inputs)
     else:  # inference: nothing to differentiate, so no per-step states are kept
         y, last_state, _ = _scan(*inputs, keep_states=False)
@@ -190,9 +195,7 @@ def chunk_scan(
     from statelayers.models.kernels import ssd, ssd_quadratic
 
     short = hidden_states.shape[1] <= ssd_quadratic.MAX_LENGTH
-    training = torch.is_grad_enabled() and any(
-        t is not None and t.requires_grad for t in (hidden_states, dt, A, B, C, D, dt_bias)
-    )
+    training = differentiated(hidden_states, dt, A, B, C, D, dt_bias)
     scan = ssd_quadratic.mamba_chunk_scan_combined if short and training else ssd.mamba_chunk_scan_combined
     with torch.autocast("cpu", enabled=False):
         inputs = [None if t is None else t.float() for t in (hidden_states, dt, A, B, C, D, dt_bias)]
