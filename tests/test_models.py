@@ -255,3 +255,17 @@ def test_a_start_token_among_the_options_goes_to_the_spec_not_to_the_backbone():
     spec = matched_spec("gru", "s3", None, 16, 2, {"start_token": True}, target_params=1000)
     assert spec.start_token and spec.options == {}
     assert not matched_spec("gru", "s3", None, 16, 2, {}, target_params=1000).start_token
+
+
+def test_mamba2_a_init_range_draws_every_heads_decay_rate_from_the_range():
+    options = {**TINY["mamba2"], "A_init_range": [4.0, 8.0]}
+    default, ranged = (
+        build_model(ModelSpec("mamba2", 6, 6, d_model=16, n_layers=3, options=opts))
+        for opts in (TINY["mamba2"], options)
+    )
+    rates = [m.A_log.exp() for m in ranged.modules() if hasattr(m, "A_log")]
+    assert len(rates) == 3
+    for a in rates:
+        assert ((a >= 4.0) & (a <= 8.0)).all() and a.unique().numel() == a.numel()
+    defaults = [m.A_log.exp() for m in default.modules() if hasattr(m, "A_log")]
+    torch.testing.assert_close(defaults[0], torch.arange(1.0, 1 + defaults[0].numel()))

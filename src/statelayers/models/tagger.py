@@ -115,6 +115,7 @@ def _hf_backbone(spec: ModelSpec) -> nn.Module:
         config.intermediate_size = inner
         return MambaModel(config)
     head_dim = opts.pop("head_dim", 32)
+    a_init_range = opts.pop("A_init_range", None)
     expand = spec.width or 2
     config = Mamba2Config(
         **common,
@@ -127,7 +128,20 @@ def _hf_backbone(spec: ModelSpec) -> nn.Module:
         use_cache=False,
         **opts,
     )
-    return Mamba2Model(config)
+    model = Mamba2Model(config)
+    if a_init_range is not None:
+        uniform_a_init(model, *a_init_range)
+    return model
+
+
+@torch.no_grad()
+def uniform_a_init(model: nn.Module, low: float, high: float) -> None:
+    """Draw every Mamba-2 head's decay rate A uniformly from ``[low, high]``, as mamba-ssm's
+    ``Mamba2(A_init_range=(1, 16))`` does; transformers sets head h's A to h + 1, so the
+    range of decays depends on the number of heads."""
+    for module in model.modules():
+        if hasattr(module, "A_log") and hasattr(module, "dt_bias"):
+            module.A_log.copy_(torch.empty_like(module.A_log).uniform_(low, high).log())
 
 
 class RecurrentLayer(nn.Module):
