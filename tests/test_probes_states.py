@@ -36,6 +36,28 @@ def test_probe_reads_a_linearly_separable_variable():
     assert scores["majority_baseline"] < 0.5
 
 
+def curved(n_seq=40, length=40, d=56, classes=11, seed=0):
+    """An ordinal label (like a depth) read off a curve through ``d`` sinusoidal features:
+    nearly separable, with large weights, which L-BFGS approaches slowly."""
+    rng = np.random.default_rng(seed)
+    t = rng.uniform(0, 1, n_seq * length)
+    y = np.minimum((t * classes).astype(int), classes - 1)
+    X = np.sin(np.outer(t, rng.uniform(0.5, 6, d)) + rng.uniform(0, 6.3, d))
+    return X + 0.01 * rng.normal(size=X.shape), y, np.repeat(np.arange(n_seq), length)
+
+
+def test_the_default_probe_converges_in_a_tenth_of_the_iterations_lbfgs_needs_to_the_same_optimum():
+    X, y, groups = curved()
+    reference, long = fit_probe(X, y, groups, ProbeConfig(solver="lbfgs", max_iter=5000))
+    default, scores = fit_probe(X, y, groups, ProbeConfig())
+    assert long["converged"] and scores["converged"]
+    assert reference[-1].n_iter_.max() > 100 and default[-1].n_iter_.max() <= 20
+    # One strictly convex objective: the same optimum, up to the solvers' tolerances (the
+    # objective is flat along some weight directions, so compare what the probe predicts).
+    np.testing.assert_allclose(default.predict_proba(X), reference.predict_proba(X), atol=0.02)
+    assert abs(scores["probe_accuracy"] - long["probe_accuracy"]) <= 0.005
+
+
 def test_probe_is_at_chance_on_noise():
     X, y, groups = synthetic(separable=False)
     _, scores = fit_probe(X, y, groups, ProbeConfig())
