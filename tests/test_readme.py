@@ -515,6 +515,8 @@ def test_the_paper_budget_note_says_where_a_pair_learns_or_its_best_and_slope():
     note = paper_budget_markdown(outcomes, 20000)
     assert note.startswith("Within the paper's 20000 steps (`config/paper.yaml`; seed 0")
     assert "Mamba on s3 reaches validation 0.95 at step 13000" in note
-    assert "Transformer on s3 does not reach it (best validation accuracy 0.612, +0.012 per 1 000 steps" in note
+    assert (
+        "Transformer on s3 does not reach it (best validation accuracy 0.612, +0.012 per 1 000 steps" in note
+    )
     assert paper_budget_markdown(outcomes.iloc[:0], 20000) == ""
     assert note in readme_block(None, budget_note=note) and note in readme_block(pd.DataFrame(), "x", note)
