@@ -252,6 +252,12 @@ def test_the_checks_deadline_and_every_step_limit_fit_in_nine_minutes():
     assert len(commands) >= 9  # the tools, python, sources, build, kernels, tests, benchmarks, profile
 
 
+DRY_RUN_TESTS = ["tests/test_backends.py", "tests/test_cuda_scan.py", "tests/test_cuda_smoke.py"]
+"""The tests step's files in the suite's dry runs: every CUDA test, and torch-backend tests
+beside them. The check's other files (test_conv1d, test_mamba_scan) run on CPU in the
+suite itself; on the GPU machine they run within the check."""
+
+
 def dry_run(
     tmp_path: Path, sources: Path, python: str = sys.executable, deadline: int | None = None
 ) -> tuple[int, dict[str, str], Path]:
@@ -269,6 +275,7 @@ def dry_run(
         "GPU_SOURCES": str(sources),
         "GPU_BUILD": str(tmp_path / "build"),
         "PYTHONPATH": str(blocker),
+        "GPU_CHECK_TESTS": " ".join(DRY_RUN_TESTS),
         **({"GPU_CHECK_DEADLINE": str(deadline)} if deadline else {}),
     }
     blocked = subprocess.run([python, "-c", "import datasets"], env=env, capture_output=True, text=True)

@@ -29,6 +29,7 @@
 # left fails at once. GPU_SOURCES and GPU_BUILD move .gpu/sources and .gpu/build, and
 # TRITON_CACHE_DIR Triton's cache (default .gpu/triton); a build and a Triton cache kept
 # from an earlier run on the same machine are reused (ninja recompiles nothing).
+# GPU_CHECK_TESTS (space-separated test files) replaces the tests step's selection.
 #
 # The jobs' kernel settings (statelayers.runtime.KERNEL_ENVIRONMENT: MAMBA_DETERMINISTIC=1)
 # are exported here too, so that the test modules, which import transformers (and with it
@@ -72,6 +73,7 @@ if $DRY_RUN; then    # the benchmarks on CPU, one step of each model: as slow as
 fi
 TESTS=(tests/test_backends.py tests/test_conv1d.py tests/test_mamba_scan.py tests/test_cuda_scan.py
     tests/test_cuda_smoke.py)
+[[ -z ${GPU_CHECK_TESTS:-} ]] || read -ra TESTS <<<"$GPU_CHECK_TESTS"
 
 mkdir -p "$OUT"
 SUMMARY=$OUT/summary.txt
