@@ -5,7 +5,9 @@ Usage: ``python benchmarks/mamba_step.py [--threads 1 2] [--steps 8] [--repeats 
 
 The models are the workflow's (``model`` in config/config.yaml: 4 layers, d_model 128,
 parameter-matched to 830K, Mamba-2 with its state size, head size and chunk), one
-AdamW step of :mod:`statelayers.training` on a batch of 64 parity sequences of length 40.
+AdamW step of :mod:`statelayers.training` on a batch (the study's ``batch_size``) of parity
+sequences of length 40; Mamba-2 twice: with its family's options, and with those it takes on
+parity (``model.options`` ``mamba2/parity``).
 Rows: the LSTM; Mamba and Mamba-2 with the ``fast`` path (the fused numba kernels of
 :mod:`statelayers.models.kernels`, and for Mamba-2's scan in training SSD's quadratic
 single-chunk form, :mod:`statelayers.models.kernels.ssd_quadratic`); Mamba-2 with its
@@ -52,6 +54,7 @@ from transformers.models.mamba import modeling_mamba
 from statelayers.models import causal_conv, mamba_scan
 from statelayers.models.kernels import ssd, ssd_quadratic
 from statelayers.models.tagger import build_model, matched_spec
+from statelayers.settings import resolve
 from statelayers.training import TrainConfig, make_optimizer, training_step
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
@@ -59,6 +62,7 @@ ROWS = {
     "lstm": ("lstm", "fast"),
     "mamba": ("mamba", "fast"),
     "mamba2": ("mamba2", "fast"),
+    "mamba2, parity's options": ("mamba2", "fast-parity"),
     "mamba2, step-by-step SSD kernel": ("mamba2", "ssd-steps"),
     "mamba, PyTorch path (before the kernels)": ("mamba", "pytorch"),
     "mamba2, PyTorch path (before the kernels)": ("mamba2", "pytorch"),
@@ -74,11 +78,13 @@ def scan_free(hidden_states, dt, A, B, C, D=None, z=None, **_):
     return (hidden_states * D[None, :, None] + touch) * F.silu(z)
 
 
-def make_step(arch: str, scan: str, batch: int = 64, length: int = 40):
+def make_step(arch: str, scan: str, batch: int | None = None, length: int = 40):
     """One training step of the workflow's ``arch`` as a closure; ``scan`` is ``fast``,
     ``ssd-steps`` (``fast`` with Mamba-2's step-by-step SSD kernel at every length),
-    ``pytorch`` (``fast`` as if numba were missing), ``reference`` or ``scan-free``."""
+    ``pytorch`` (``fast`` as if numba were missing), ``reference``, ``scan-free`` or
+    ``fast-parity`` (``fast`` with the family's options on parity); ``batch`` defaults to the study's."""
     model_config = yaml.safe_load(CONFIG.read_text())["model"]
+    options = resolve(model_config["options"], arch, "parity" if scan == "fast-parity" else "")
     torch.manual_seed(0)
     spec = matched_spec(
         arch,
@@ -86,7 +92,7 @@ def make_step(arch: str, scan: str, batch: int = 64, length: int = 40):
         None,
         d_model=model_config["d_model"],
         n_layers=model_config["n_layers"],
-        options=model_config["options"].get(arch, {}),
+        options=options,
         target_params=model_config["target_params"],
     )
     model = build_model(
@@ -95,6 +101,7 @@ def make_step(arch: str, scan: str, batch: int = 64, length: int = 40):
     if scan == "scan-free":  # after build_model, which points the scan at the backend's
         modeling_mamba.mamba_selective_scan = scan_free
     training = yaml.safe_load(CONFIG.read_text())["training"]  # TrainConfig has no defaults
+    batch = batch or training["batch_size"]
     names = {field.name for field in dataclasses.fields(TrainConfig)}
     config = TrainConfig(**{key: training[key] for key in names} | {"batch_size": batch})
     optimizer = make_optimizer(model, config, torch.device("cpu"))

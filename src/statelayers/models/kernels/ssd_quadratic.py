@@ -1,5 +1,6 @@
 """Mamba-2's state-space recurrence (SSD) over short sequences in its quadratic,
-attention-like form, in PyTorch operations; autograd gives the backward pass.
+attention-like form: batched matrix products in PyTorch around one compiled kernel
+(:class:`SegmentExp`, the decays); autograd gives the backward pass.
 
 Unrolling the recurrence of :mod:`statelayers.models.kernels.ssd`,
 ``S_t = e^{\\Delta_t A_h} S_{t-1} + \\Delta_t B_t x_t^\\top`` from ``S_{-1} = 0``, gives
@@ -20,19 +21,26 @@ with the square of the length, so :func:`statelayers.models.mamba_scan.chunk_sca
 up to :data:`MAX_LENGTH` and the step-by-step kernel beyond; ``chunk_size`` therefore
 changes nothing here either.
 
-The exponents ``\\sum_{s<r\\le t} \\Delta_r A_h`` are differences of one cumulative sum
-taken in float64 (:class:`SegmentExp`): in float32 its rounding grows with the running
-sum (``10^{-4}`` in the exponent once it reaches ``-2000``), in float64 it stays below
-float32's own. Entries above the diagonal are ``-\\infty`` before the exponential, so
-neither they nor their gradients can overflow.
+The decays ``M`` are one numba pass per sequence and head (:class:`SegmentExp`), forward
+and backward (in PyTorch operations they take a float64 ``(batch, heads, L, L)`` tensor
+of differences and four passes over it, a quarter of a training step at 32 heads).
+Each exponent ``\\sum_{s<r\\le t} \\Delta_r A_h`` is summed in float64 from its own
+start, so its rounding does not grow with a running total (in float32, differences of a
+cumulative sum are off by ``10^{-4}`` once it reaches ``-2000``). Entries above the
+diagonal are ``0`` and take no gradient, so nothing can overflow.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+from numba import njit, prange
+
+from statelayers.models.kernels.elementwise import FASTMATH, exp
+from statelayers.models.kernels.threads import use_torch_threads
 
 MAX_LENGTH = 64
 """The longest sequence this form is used for; the quadratic terms outgrow the step-by-step kernel beyond."""
@@ -44,37 +52,69 @@ float32's resolution, and results in float32's subnormal range (below ``e^{-87.3
 many times slower in every operation that touches them."""
 
 
+@njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _segment_exp_forward(a, underflow, out):
+    rows, length = a.shape
+    for n in prange(rows):
+        a_n, out_n = a[n], out[n]
+        for t in range(length):
+            out_t = out_n[t]
+            exponent = 0.0  # float64, summed from each segment's own end: no running total
+            out_t[t] = exponent
+            for s in range(t - 1, -1, -1):
+                exponent += a_n[s + 1]
+                out_t[s] = exponent  # rounded once to out's dtype
+            for s in range(t + 1):  # a loop the vectoriser takes, exp included
+                value = out_t[s]
+                out_t[s] = exp(value) if value >= underflow else 0.0
+            for s in range(t + 1, length):
+                out_t[s] = 0.0
+
+
+@njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _segment_exp_backward(grad_out, out, grad_a):
+    rows, length = grad_a.shape
+    for n in prange(rows):
+        g_n, out_n, below = grad_out[n], out[n], np.zeros(length)
+        for t in range(length - 1, -1, -1):  # below[r] = sum over t' >= t, s < r of G[t', s]
+            g_t, out_t, prefix = g_n[t], out_n[t], 0.0
+            for r in range(1, t + 1):
+                prefix += g_t[r - 1] * out_t[r - 1]
+                below[r] += prefix
+            grad_a[n, t] = below[t]
+
+
 class SegmentExp(torch.autograd.Function):
     """``out[..., t, s] = exp(sum(a[..., s+1 : t+1]))`` for ``s <= t``, ``0`` above the diagonal.
 
-    The sums are differences of one cumulative sum taken in float64, whose rounding
-    (relative ``1e-16`` of the running sum) stays far below float32's; above the diagonal
-    the exponent is ``-inf`` before the exponential, so nothing overflows, and so is any
-    exponent below :data:`UNDERFLOW`. The backward pass is written out: with
-    ``G = \\dot{out} \\odot out`` (zero above the diagonal),
-    ``\\partial c_t = \\sum_s G_{ts} - \\sum_{t'} G_{t't}`` for the cumulative sum ``c`` and
-    ``\\partial a_r = \\sum_{t \\ge r} \\partial c_t``. Every ``G_{ts}`` outside the pairs
-    whose segment holds ``r`` enters that sum twice, with opposite signs; so the sums of
-    ``G`` are accumulated in float64, where the cancellation costs nothing.
+    One compiled pass per sequence and head: each exponent is summed in float64 from its
+    own start (no difference of running totals, whose rounding would grow with the sum),
+    rounded once to ``a``'s dtype and exponentiated; an exponent below :data:`UNDERFLOW`
+    gives ``0``. The backward pass: with ``G = \\dot{out} \\odot out`` (zero above the
+    diagonal and where ``out`` underflowed), ``\\partial a_r = \\sum_{t \\ge r} \\sum_{s < r} G_{ts}``,
+    the pairs whose segment holds ``r``, as row prefix sums accumulated in float64.
     """
 
     @staticmethod
     def forward(ctx, a):
-        length = a.shape[-1]
-        total = a.double().cumsum(-1)
-        above = torch.ones(length, length, dtype=torch.bool, device=a.device).triu(1)
-        exponent = total.unsqueeze(-1) - total.unsqueeze(-2)
-        exponent.masked_fill_(above | (exponent < UNDERFLOW), -math.inf)
-        out = exponent.to(a.dtype).exp_()
+        shape, length = a.shape, a.shape[-1]
+        flat = a.detach().reshape(-1, length).contiguous()
+        out = flat.new_empty(flat.shape[0], length, length)
+        use_torch_threads()
+        _segment_exp_forward(flat.numpy(), flat.numpy().dtype.type(UNDERFLOW), out.numpy())
+        out = out.view(*shape, length)
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
         (out,) = ctx.saved_tensors
-        grad = grad_out * out
-        grad_total = grad.sum(-1, dtype=torch.float64) - grad.sum(-2, dtype=torch.float64)
-        return grad_total.flip(-1).cumsum(-1).flip(-1).to(grad_out.dtype)
+        length = out.shape[-1]
+        flat_out = out.reshape(-1, length, length)
+        grad_a = flat_out.new_empty(flat_out.shape[0], length)
+        use_torch_threads()
+        _segment_exp_backward(grad_out.reshape(-1, length, length).contiguous().numpy(), flat_out.numpy(), grad_a.numpy())
+        return grad_a.view(out.shape[:-1])
 
 
 def mamba_chunk_scan_combined(
