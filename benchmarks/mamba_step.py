@@ -114,7 +114,7 @@ def make_step(arch: str, scan: str, batch: int | None = None, length: int = 40):
                 for module in (mamba_scan, causal_conv):
                     stack.enter_context(mock.patch.object(module, "runs_cpu_kernels", lambda tensor: False))
             if scan == "ssd-steps":  # no length is short enough for the quadratic form
-                stack.enter_context(mock.patch.object(ssd_quadratic, "MAX_LENGTH", 0))
+                stack.enter_context(mock.patch.object(mamba_scan, "QUADRATIC_MAX_LENGTH", 0))
             training_step(model, optimizer, tokens, labels, config, torch.device("cpu"))
 
     return step

@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from statelayers.models.backends import use_backend
-from statelayers.models.kernels import ssd_quadratic
 from statelayers.models.mamba_scan import (
     REFERENCE_CHUNK_SCAN,
+    QUADRATIC_MAX_LENGTH,
     REFERENCE_SCAN,
     SelectiveScan,
     chunk_scan,
@@ -130,16 +130,16 @@ def chunk_scan_inputs(length, batch=2, heads=4, head_dim=8, groups=2, state=6):
 
 
 @pytest.mark.parametrize("grad", [True, False], ids=["training", "no-grad"])
-@pytest.mark.parametrize("length", [40, ssd_quadratic.MAX_LENGTH, ssd_quadratic.MAX_LENGTH + 6])
+@pytest.mark.parametrize("length", [40, QUADRATIC_MAX_LENGTH, QUADRATIC_MAX_LENGTH + 6])
 def test_mamba2_chunk_scan_matches_reference_and_picks_its_form_by_length_and_gradient(
     length, grad, monkeypatch
 ):
-    """Differentiated and at most MAX_LENGTH long: the quadratic form; otherwise the
+    """Differentiated and at most QUADRATIC_MAX_LENGTH long: the quadratic form; otherwise the
     step-by-step kernel. Either way outputs and final states equal transformers'."""
     pytest.importorskip(
         "numba", reason="the step-by-step CPU kernel needs numba, which the CUDA check runs without"
     )
-    from statelayers.models.kernels import ssd
+    from statelayers.models.kernels import ssd, ssd_quadratic
 
     calls = []
     for module in (ssd, ssd_quadratic):
@@ -154,7 +154,7 @@ def test_mamba2_chunk_scan_matches_reference_and_picks_its_form_by_length_and_gr
     options = dict(chunk_size=20, dt_softplus=True, dt_limit=(0.0, 4.0), return_final_states=True)
     out, last = chunk_scan(**leaves, **options)
     out_ref, last_ref = REFERENCE_CHUNK_SCAN(**inputs, **options)
-    assert calls == [ssd_quadratic if grad and length <= ssd_quadratic.MAX_LENGTH else ssd]
+    assert calls == [ssd_quadratic if grad and length <= QUADRATIC_MAX_LENGTH else ssd]
     torch.testing.assert_close(out.detach(), out_ref, rtol=1e-5, atol=1e-5)
     torch.testing.assert_close(last.detach(), last_ref, rtol=1e-5, atol=1e-5)
 
@@ -199,6 +199,7 @@ def test_padding_a_mamba2_sequence_at_the_end_leaves_every_earlier_output_unchan
 @pytest.mark.parametrize("batch", [1, 3])
 def test_the_quadratic_form_gives_transformers_final_states_for_one_sequence_and_for_several(batch):
     """One sequence makes the scaled input a strided view; the final state must still come out."""
+    ssd_quadratic = pytest.importorskip("statelayers.models.kernels.ssd_quadratic", exc_type=ImportError)
     inputs = chunk_scan_inputs(13, batch=batch)
     leaves = {k: v.clone().requires_grad_(True) for k, v in inputs.items()}
     options = dict(chunk_size=8, dt_softplus=True, return_final_states=True)

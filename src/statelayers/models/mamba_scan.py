@@ -6,7 +6,7 @@ On CPU tensors :func:`selective_scan` (Mamba-1) runs
 and gate fused into one compiled pass, forward and backward. :func:`chunk_scan` (Mamba-2)
 runs :func:`statelayers.models.kernels.ssd_quadratic.mamba_chunk_scan_combined` when it
 is differentiated on sequences of up to
-:data:`statelayers.models.kernels.ssd_quadratic.MAX_LENGTH` positions (training on the
+:data:`QUADRATIC_MAX_LENGTH` positions (training on the
 study's): SSD as one attention-like chunk in batched matrix products, whose forward and
 backward together are faster than the step-by-step kernel's (30 against 38 ms per layer
 at length 40 and one thread, ``benchmarks/mamba_step.py --ssd 40``). Otherwise, on longer sequences and under
@@ -54,6 +54,9 @@ REFERENCE_SCAN = inspect.unwrap(modeling_mamba.mamba_selective_scan)
 """transformers' PyTorch loop (never a CUDA kernel), the reference the tests compare with."""
 REFERENCE_CHUNK_SCAN = inspect.unwrap(modeling_mamba2.mamba2_chunk_scan)
 """transformers' chunked PyTorch SSD for Mamba-2, likewise."""
+
+QUADRATIC_MAX_LENGTH = 64
+"""The longest sequence Mamba-2 trains on in SSD's quadratic form; its terms outgrow the step-by-step kernel beyond."""
 
 
 def _scan(u, dt, A, B, C, keep_states: bool):
@@ -194,7 +197,7 @@ def chunk_scan(
         )  # fmt: skip
     from statelayers.models.kernels import ssd, ssd_quadratic
 
-    short = hidden_states.shape[1] <= ssd_quadratic.MAX_LENGTH
+    short = hidden_states.shape[1] <= QUADRATIC_MAX_LENGTH
     training = differentiated(hidden_states, dt, A, B, C, D, dt_bias)
     scan = ssd_quadratic.mamba_chunk_scan_combined if short and training else ssd.mamba_chunk_scan_combined
     with torch.autocast("cpu", enabled=False):

@@ -18,7 +18,7 @@ result and any length works without padding.
 
 :func:`statelayers.models.mamba_scan.chunk_scan` runs this kernel for forward passes
 without gradients, where it is as fast as the alternative and keeps no states, and on
-sequences longer than :data:`statelayers.models.kernels.ssd_quadratic.MAX_LENGTH`. To
+sequences longer than :data:`statelayers.models.mamba_scan.QUADRATIC_MAX_LENGTH`. To
 train on shorter ones (the study's) it runs
 :mod:`statelayers.models.kernels.ssd_quadratic`, the whole sequence as one SSD chunk in
 batched matrix products, whose forward and backward together are faster than this

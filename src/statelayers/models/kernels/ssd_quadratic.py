@@ -18,7 +18,7 @@ That is SSD with the whole sequence as one chunk. For the study's sequences
 run at BLAS speed forward and backward, where the step-by-step kernel touches an
 ``(n, p)`` state per step and keeps every state for its backward pass. Its cost grows
 with the square of the length, so :func:`statelayers.models.mamba_scan.chunk_scan` uses it
-up to :data:`MAX_LENGTH` and the step-by-step kernel beyond; ``chunk_size`` therefore
+up to :data:`~statelayers.models.mamba_scan.QUADRATIC_MAX_LENGTH` and the step-by-step kernel beyond; ``chunk_size`` therefore
 changes nothing here either.
 
 The decays ``M`` are one numba pass per sequence and head (:class:`SegmentExp`), forward
@@ -42,12 +42,8 @@ from numba import njit, prange
 from statelayers.models.kernels.elementwise import FASTMATH, exp
 from statelayers.models.kernels.threads import use_torch_threads
 
-MAX_LENGTH = 64
-"""The longest sequence this form is used for; the quadratic terms outgrow the step-by-step kernel beyond."""
-
-
 UNDERFLOW = -80.0
-"""Exponents below this become ``-inf``: ``e^{-80} < 2 \\cdot 10^{-35}`` is nothing next to
+"""Exponents below this give ``0``: ``e^{-80} < 2 \\cdot 10^{-35}`` is nothing next to
 float32's resolution, and results in float32's subnormal range (below ``e^{-87.3}``) are
 many times slower in every operation that touches them."""
 
