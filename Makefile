@@ -23,10 +23,10 @@ $(VENV)/.installed: pyproject.toml
 run: env
 	$(BIN)/snakemake --cores $(CORES) --resources gpu=1
 
-# Two workers, each test file on one of them (so module fixtures, such as the finished tiny
-# study of test_workflow.py, are built once): the unit tests run beside the workflow tests.
+# pytest's addopts (pyproject.toml) run two workers, each test file on one of them (so module
+# fixtures, such as the finished tiny study of test_workflow.py, are built once).
 test: env
-	$(BIN)/python -m pytest -q -n 2 --dist loadfile
+	$(BIN)/python -m pytest -q
 
 test-fast: env
 	$(BIN)/python -m pytest -q -m "not workflow and not slurm"

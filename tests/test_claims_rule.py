@@ -12,7 +12,7 @@ from test_claims import (
     paper_profile,
     probes_table,
 )
-from test_workflow import copy_workflow, snakemake
+from workflow_run import copy_workflow, snakemake
 
 pytestmark = pytest.mark.workflow
 

@@ -41,7 +41,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 import yaml
-from test_workflow import REPO, SNAKEMAKE, copy_workflow, planned_jobs, snakemake
+from workflow_run import REPO, SNAKEMAKE, copy_workflow, planned_jobs, snakemake
 
 needs_slurm = pytest.mark.skipif(
     os.environ.get("STATELAYERS_SLURM") != "1",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -15,55 +14,13 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from tiny_hf import save_tiny
+from workflow_run import REPO, SNAKEMAKE, copy_workflow, listed_jobs, overlay, planned_jobs, snakemake
 
 from statelayers.report import figures
 
-REPO = Path(__file__).resolve().parents[1]
-SNAKEMAKE = [sys.executable, "-m", "snakemake"]
 PER_RUN_RULES = {"train", "evaluate", "probes", "erasures"}
 
 pytestmark = pytest.mark.workflow
-
-
-def copy_workflow(dest: Path) -> Path:
-    for name in ("Snakefile", "workflow", "config", "profiles", "envs"):
-        source = REPO / name
-        (shutil.copytree if source.is_dir() else shutil.copy)(source, dest / name)
-    return dest
-
-
-def snakemake(
-    workdir: Path, *args: str, check: bool = True, env: dict | None = None
-) -> subprocess.CompletedProcess:
-    result = subprocess.run(
-        [*SNAKEMAKE, "--cores", "2", *args],
-        cwd=workdir,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-    )
-    if check and result.returncode != 0:
-        raise AssertionError(f"snakemake {args} failed:\n{result.stdout[-3000:]}\n{result.stderr[-3000:]}")
-    return result
-
-
-def planned_jobs(workdir: Path, *configfiles: Path) -> list[tuple[str, dict]]:
-    """(rule, wildcards) of every job a dry run would execute."""
-    return listed_jobs(
-        snakemake(workdir, "-n", "--configfile", "config/test.yaml", *map(str, configfiles)).stdout
-    )
-
-
-def listed_jobs(out: str) -> list[tuple[str, dict]]:
-    """(rule, wildcards) of the jobs in Snakemake's output or log, in the order listed."""
-    jobs = []
-    # A job is its rule line and the indented lines under it (the log has no blank lines between jobs).
-    for job in re.finditer(r"^(?:local)?rule (\w+):\n((?:[ \t]+.*\n?)*)", out, re.M):
-        found = re.search(r"^\s+wildcards: (.*)$", job.group(2), re.M)
-        wildcards = dict(kv.split("=", 1) for kv in found.group(1).split(", ")) if found else {}
-        jobs.append((job.group(1), wildcards))
-    return jobs
 
 
 @pytest.fixture(scope="module")
@@ -72,12 +29,6 @@ def workdir(tmp_path_factory) -> Path:
     root = copy_workflow(tmp_path_factory.mktemp("workflow"))
     snakemake(root, "--configfile", "config/test.yaml")
     return root
-
-
-def overlay(workdir: Path, name: str, values: dict) -> Path:
-    path = workdir / name
-    path.write_text(yaml.safe_dump(values))
-    return path
 
 
 def test_tables_are_complete_and_non_trivial(workdir):
@@ -571,82 +522,6 @@ def test_conv1d_attribution_runs_when_the_no_conv_variant_is_added_to_a_finished
     assert (root / "results" / "figures" / "conv1d.png").stat().st_size > 10_000
     claims = pd.read_csv(root / "results" / "claims.csv").set_index("finding")
     assert "did not run" not in claims.loc[7, "reason"]
-
-
-@pytest.mark.parametrize(
-    "source,offline,message",
-    [
-        ("./no/such/dir", False, "local directory ./no/such/dir does not exist"),
-        ("EleutherAI/not-fetched", True, "EleutherAI/not-fetched is not fetched and HF_HUB_OFFLINE is set"),
-    ],
-)
-def test_unavailable_pretrained_weights_stop_before_any_job(tmp_path, source, offline, message):
-    root = copy_workflow(tmp_path)
-    models = overlay(
-        root,
-        "models.yaml",
-        {"pretrained": {"enabled": True, "models": [{"name": "pythia-x", "source": source}]}},
-    )
-    env = {"HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")} if offline else {}
-    result = snakemake(root, "--configfile", "config/test.yaml", str(models), check=False, env=env)
-    assert result.returncode != 0
-    assert f"pretrained.models.pythia-x: {message}" in result.stdout + result.stderr
-    assert not (root / "results").exists()
-
-
-def test_an_unsupported_pretrained_model_stops_at_its_fetch_job(tmp_path):
-    root = copy_workflow(tmp_path)
-    source = str(save_tiny(tmp_path / "hub-bert", "bert"))
-    pretrained = {"enabled": True, "models": [{"name": "bert-x", "source": source}]}
-    models = overlay(
-        root, "bert.yaml", {"architectures": ["gru"], "tasks": ["dyck"], "pretrained": pretrained}
-    )
-    result = snakemake(root, "--configfile", "config/test.yaml", str(models), check=False)
-    assert result.returncode != 0
-    log = (root / "results" / "logs" / "fetch_pretrained" / "bert-x.log").read_text()
-    assert (
-        "pretrained model 'bert-x'" in log and "is a 'bert' model; supported: gpt_neox, mamba, mamba2" in log
-    )
-    assert not (root / "resources" / "models" / "bert-x").exists()
-
-
-def test_pretrained_models_and_patching_run_the_whole_chain(tmp_path):
-    """Tiny GPT-NeoX and Mamba saved like hub models stand in for Pythia and Mamba-130M."""
-    root = copy_workflow(tmp_path)
-    sources = {kind: str(save_tiny(tmp_path / f"hub-{kind}", kind)) for kind in ("gpt_neox", "mamba")}
-    study = overlay(
-        root,
-        "pretrained.yaml",
-        {
-            "architectures": ["gru"],
-            "tasks": ["parity", "dyck"],
-            "pretrained": {
-                "enabled": True,
-                "models": [
-                    {"name": "neox-tiny", "source": sources["gpt_neox"]},
-                    {"name": "mamba-tiny", "source": sources["mamba"]},
-                ],
-            },
-            "patching": {"enabled": True},
-        },
-    )
-    snakemake(root, "--configfile", "config/test.yaml", str(study), env={"HF_HUB_OFFLINE": "1"})
-    assert (root / "resources" / "models" / "neox-tiny" / "config.json").exists()
-    tables = root / "results" / "tables"
-    probes = pd.read_csv(tables / "pretrained_probes.csv")
-    assert set(probes["arch"]) == {"neox-tiny", "mamba-tiny"} and set(probes["task"]) == {"parity", "dyck"}
-    assert set(probes["layer"]) == {0, 1, 2, 3}  # embedding + the tiny models' 3 blocks
-    erasures = pd.read_csv(tables / "pretrained_erasures.csv")
-    assert {"probe", "pca", "random"} <= set(erasures["method"]) and set(erasures["layer"]) == {0, 1, 2, 3}
-    assert erasures["drop"].abs().sum() > 0
-    assert set(pd.read_csv(tables / "probes.csv")["arch"]) == {"gru"}  # the small study's tables stay its own
-    patching = pd.read_csv(tables / "patching.csv")
-    assert set(patching["arch"]) == {"gru", "neox-tiny", "mamba-tiny"}
-    assert set(patching["direction"]) == {"denoising", "noising"}
-    for figure in ("pretrained_profiles", "patching"):
-        assert (root / "results" / "figures" / f"{figure}.png").stat().st_size > 10_000
-    meta = (root / "results" / "models" / "mamba-tiny" / "dyck" / "seed0" / "model.json").read_text()
-    assert '"pretrained": "resources/models/mamba-tiny"' in meta and '"backend": "torch"' in meta
 
 
 def test_an_architecture_added_to_the_registry_alone_runs_through_the_workflow(tmp_path):

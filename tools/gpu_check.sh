@@ -209,7 +209,8 @@ EOF
 }
 
 tests() {  # the CUDA tests, next to the torch backend's (they skip where the kernels did not load)
-    limited "$LIMIT_TESTS" "$PYTHON" -m pytest -v -rs -p no:cacheprovider --junitxml="$OUT/tests.xml" \
+    # -o addopts=: one process; the GPU machine has no pytest-xdist for pyproject's "-n 2".
+    limited "$LIMIT_TESTS" "$PYTHON" -m pytest -o addopts= -v -rs -p no:cacheprovider --junitxml="$OUT/tests.xml" \
         "${TESTS[@]}" || return
     $DRY_RUN || cuda_tests_ran
 }
