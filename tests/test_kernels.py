@@ -18,7 +18,7 @@ from numba import njit
 from statelayers.models.kernels.elementwise import FASTMATH, exp, sigmoid, softplus
 from statelayers.models.kernels.selective_scan import selective_scan_fn
 from statelayers.models.kernels.ssd import mamba_chunk_scan_combined
-from statelayers.models.kernels.ssd_quadratic import SegmentExp
+from statelayers.models.kernels.ssd_quadratic import DecayedScores, decays_to_end
 from statelayers.models.kernels.ssd_quadratic import mamba_chunk_scan_combined as quadratic_chunk_scan
 from statelayers.models.mamba_scan import REFERENCE_CHUNK_SCAN, REFERENCE_SCAN
 
@@ -181,18 +181,23 @@ def test_the_quadratic_form_equals_the_step_by_step_kernel_where_decays_are_extr
     assert_same(quadratic, stepwise)
 
 
-def test_segment_exponentials_are_accurate_products_of_decays_and_zero_above_the_diagonal():
+def test_decayed_scores_are_accurate_products_of_decays_and_scores_and_zero_above_the_diagonal():
     """Running sums of exponents reach -2000 here; differences of a float32 cumulative sum
-    would be off by ~1e-4 relative, the float64 one leaves float32's rounding of each
-    exponent (at most 80 x 6e-8 where the result is not 0)."""
-    a = -torch.rand(3, 64, generator=torch.Generator().manual_seed(0)) * 60
-    out = SegmentExp.apply(a).double()
-    expected = torch.zeros(3, 64, 64, dtype=torch.float64)
+    would be off by ~1e-4 relative, sums in float64 leave float32's rounding of each
+    exponent (at most 80 x 6e-8 where the result is not 0). Heads 0-1 read group 0's
+    scores, heads 2-3 group 1's; the last row of the decays is :func:`decays_to_end`."""
+    generator = torch.Generator().manual_seed(0)
+    a = -torch.rand(2, 4, 64, generator=generator) * 60
+    scores = torch.randn(2, 2, 64, 64, generator=generator)
+    out = DecayedScores.apply(a, scores).double()
+    decay = torch.zeros(2, 4, 64, 64, dtype=torch.float64)
     for t in range(64):
         for s in range(t + 1):
-            expected[:, t, s] = a[:, s + 1 : t + 1].double().sum(-1).exp()
+            decay[..., t, s] = a[..., s + 1 : t + 1].double().sum(-1).exp()
+    expected = decay * scores.double().repeat_interleave(2, dim=1)
     torch.testing.assert_close(out, expected, rtol=1e-5, atol=2e-35)
     assert (out.triu(1) == 0).all()
+    torch.testing.assert_close(decays_to_end(a).double(), decay[..., -1, :], rtol=1e-5, atol=2e-35)
 
 
 @MAMBA2_SCANS
@@ -206,9 +211,12 @@ def test_gradcheck_of_both_mamba2_scans_in_double_precision(scan, groups):
     assert torch.autograd.gradcheck(lambda *args: scan(dict(zip(names, args))), leaves)
 
 
-def test_gradcheck_of_the_segment_exponentials_in_double_precision():
-    a = (-torch.rand(2, 6, generator=torch.Generator().manual_seed(2), dtype=torch.float64)).requires_grad_()
-    assert torch.autograd.gradcheck(SegmentExp.apply, (a,))
+def test_gradcheck_of_the_decayed_scores_and_the_decays_to_the_end_in_double_precision():
+    generator = torch.Generator().manual_seed(2)
+    a = (-torch.rand(2, 4, 6, generator=generator, dtype=torch.float64)).requires_grad_()
+    scores = torch.randn(2, 2, 6, 6, generator=generator, dtype=torch.float64).requires_grad_()
+    assert torch.autograd.gradcheck(DecayedScores.apply, (a, scores))
+    assert torch.autograd.gradcheck(decays_to_end, (a,))
 
 
 @pytest.mark.parametrize(

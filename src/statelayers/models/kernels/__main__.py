@@ -12,7 +12,7 @@ import torch
 from statelayers.models.kernels.causal_conv import causal_conv1d_fn
 from statelayers.models.kernels.selective_scan import selective_scan_fn
 from statelayers.models.kernels.ssd import mamba_chunk_scan_combined
-from statelayers.models.kernels.ssd_quadratic import SegmentExp
+from statelayers.models.kernels.ssd_quadratic import DecayedScores
 
 
 def leaf(*shape: int) -> torch.Tensor:
@@ -41,7 +41,7 @@ x, dt, A, B, C, D, bias = (
     leaf(2),
 )
 mamba_chunk_scan_combined(x, dt, A, B, C, 5, D=D, dt_bias=bias, dt_softplus=True).sum().backward()
-SegmentExp.apply(leaf(2, 2, 5)).sum().backward()
+DecayedScores.apply(leaf(2, 2, 5), leaf(2, 1, 5, 5)).sum().backward()
 for activation in ("silu", None):
     causal_conv1d_fn(leaf(2, 8, 5), leaf(8, 4), leaf(8), activation).sum().backward()
 seconds = time.perf_counter() - start

@@ -1,6 +1,6 @@
 """Mamba-2's state-space recurrence (SSD) over short sequences in its quadratic,
 attention-like form: batched matrix products in PyTorch around one compiled kernel
-(:class:`SegmentExp`, the decays); autograd gives the backward pass.
+(:class:`DecayedScores`, the decays times ``C B^\\top``); autograd gives the backward pass.
 
 Unrolling the recurrence of :mod:`statelayers.models.kernels.ssd`,
 ``S_t = e^{\\Delta_t A_h} S_{t-1} + \\Delta_t B_t x_t^\\top`` from ``S_{-1} = 0``, gives
@@ -18,16 +18,17 @@ That is SSD with the whole sequence as one chunk. For the study's sequences
 run at BLAS speed forward and backward, where the step-by-step kernel touches an
 ``(n, p)`` state per step and keeps every state for its backward pass. Its cost grows
 with the square of the length, so :func:`statelayers.models.mamba_scan.chunk_scan` uses it
-up to :data:`~statelayers.models.mamba_scan.QUADRATIC_MAX_LENGTH` and the step-by-step kernel beyond; ``chunk_size`` therefore
-changes nothing here either.
+up to :data:`~statelayers.models.mamba_scan.QUADRATIC_MAX_LENGTH` positions and the
+step-by-step kernel beyond; ``chunk_size`` therefore changes nothing here either.
 
-The decays ``M`` are one numba pass per sequence and head (:class:`SegmentExp`), forward
-and backward (in PyTorch operations they take a float64 ``(batch, heads, L, L)`` tensor
-of differences and four passes over it, a quarter of a training step at 32 heads).
-Each exponent ``\\sum_{s<r\\le t} \\Delta_r A_h`` is summed in float64 from its own
-start, so its rounding does not grow with a running total (in float32, differences of a
-cumulative sum are off by ``10^{-4}`` once it reaches ``-2000``). Entries above the
-diagonal are ``0`` and take no gradient, so nothing can overflow.
+The decays ``M``, and ``M \\circ (C B^\\top)`` with them, are one numba pass per sequence
+and head (:class:`DecayedScores`), forward and backward. In PyTorch operations the decays
+alone take a float64 ``(batch, heads, L, L)`` tensor of differences and four passes over
+it, a quarter of a training step at 32 heads. Each exponent
+``\\sum_{s<r\\le t} \\Delta_r A_h`` is summed in float64 from its own start, so its
+rounding does not grow with a running total (in float32, differences of a cumulative sum
+are off by ``10^{-4}`` once it reaches ``-2000``). Entries above the diagonal are ``0``
+and take no gradient, so nothing can overflow.
 """
 
 from __future__ import annotations
@@ -49,68 +50,102 @@ many times slower in every operation that touches them."""
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _segment_exp_forward(a, underflow, out):
-    rows, length = a.shape
-    for n in prange(rows):
-        a_n, out_n = a[n], out[n]
-        for t in range(length):
-            out_t = out_n[t]
-            exponent = 0.0  # float64, summed from each segment's own end: no running total
-            out_t[t] = exponent
-            for s in range(t - 1, -1, -1):
-                exponent += a_n[s + 1]
-                out_t[s] = exponent  # rounded once to out's dtype
-            for s in range(t + 1):  # a loop the vectoriser takes, exp included
-                value = out_t[s]
-                out_t[s] = exp(value) if value >= underflow else 0.0
-            for s in range(t + 1, length):
-                out_t[s] = 0.0
+def _decayed_scores_forward(a, scores, underflow, decay, weights):
+    batch, heads, length = a.shape
+    per_group = heads // scores.shape[1]
+    for b in prange(batch):
+        for h in range(heads):
+            a_h, m_h, w_h, s_h = a[b, h], decay[b, h], weights[b, h], scores[b, h // per_group]
+            for t in range(length):
+                m_t, w_t, s_t = m_h[t], w_h[t], s_h[t]
+                exponent = 0.0  # float64, summed from each segment's own end: no running total
+                m_t[t] = exponent
+                for s in range(t - 1, -1, -1):
+                    exponent += a_h[s + 1]
+                    m_t[s] = exponent  # rounded once to the output's dtype
+                for s in range(t + 1):  # a loop the vectoriser takes, exp included
+                    value = m_t[s]
+                    m_t[s] = exp(value) if value >= underflow else 0.0
+                    w_t[s] = m_t[s] * s_t[s]
+                for s in range(t + 1, length):
+                    m_t[s] = 0.0
+                    w_t[s] = 0.0
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _segment_exp_backward(grad_out, out, grad_a):
-    rows, length = grad_a.shape
-    for n in prange(rows):
-        g_n, out_n, below = grad_out[n], out[n], np.zeros(length)
-        for t in range(length - 1, -1, -1):  # below[r] = sum over t' >= t, s < r of G[t', s]
-            g_t, out_t, prefix = g_n[t], out_n[t], 0.0
-            for r in range(1, t + 1):
-                prefix += g_t[r - 1] * out_t[r - 1]
-                below[r] += prefix
-            grad_a[n, t] = below[t]
+def _decayed_scores_backward(grad_weights, decay, scores, grad_a, grad_scores):
+    batch, heads, length = grad_a.shape
+    per_group = heads // scores.shape[1]
+    for b in prange(batch):
+        grad_scores[b] = 0.0
+        for h in range(heads):
+            g_h, m_h, s_h, gs_h = (
+                grad_weights[b, h],
+                decay[b, h],
+                scores[b, h // per_group],
+                grad_scores[b, h // per_group],
+            )
+            below = np.zeros(length)  # below[r] = sum over t' >= t, s < r of G[t', s]
+            for t in range(length - 1, -1, -1):
+                g_t, m_t, s_t, gs_t, prefix = g_h[t], m_h[t], s_h[t], gs_h[t], 0.0
+                for s in range(t + 1):
+                    gs_t[s] += g_t[s] * m_t[s]
+                for r in range(1, t + 1):
+                    prefix += g_t[r - 1] * m_t[r - 1] * s_t[r - 1]
+                    below[r] += prefix
+                grad_a[b, h, t] = below[t]
 
 
-class SegmentExp(torch.autograd.Function):
-    """``out[..., t, s] = exp(sum(a[..., s+1 : t+1]))`` for ``s <= t``, ``0`` above the diagonal.
+class DecayedScores(torch.autograd.Function):
+    """``weights[b, h, t, s] = M[b, h, t, s] * scores[b, g(h), t, s]`` with the decays
+    ``M[..., t, s] = exp(sum(a[..., s+1 : t+1]))`` for ``s <= t`` and ``0`` above the diagonal.
 
     One compiled pass per sequence and head: each exponent is summed in float64 from its
     own start (no difference of running totals, whose rounding would grow with the sum),
     rounded once to ``a``'s dtype and exponentiated; an exponent below :data:`UNDERFLOW`
-    gives ``0``. The backward pass: with ``G = \\dot{out} \\odot out`` (zero above the
-    diagonal and where ``out`` underflowed), ``\\partial a_r = \\sum_{t \\ge r} \\sum_{s < r} G_{ts}``,
-    the pairs whose segment holds ``r``, as row prefix sums accumulated in float64.
+    gives ``0``. The backward pass, with ``\\dot W`` the incoming gradient:
+    ``\\partial\\,\\mathrm{scores}_{g} = \\sum_{h \\in g} \\dot W_h \\odot M_h``, and with
+    ``G = \\dot W \\odot W`` (zero above the diagonal and where ``M`` underflowed)
+    ``\\partial a_r = \\sum_{t \\ge r} \\sum_{s < r} G_{ts}``, the pairs whose segment holds
+    ``r``, as row prefix sums accumulated in float64.
     """
 
     @staticmethod
-    def forward(ctx, a):
-        shape, length = a.shape, a.shape[-1]
-        flat = a.detach().reshape(-1, length).contiguous()
-        out = flat.new_empty(flat.shape[0], length, length)
+    def forward(ctx, a, scores):
+        """``a (batch, heads, L)``, ``scores (batch, groups, L, L)``; returns ``weights (batch, heads, L, L)``."""
+        a, scores = a.detach().contiguous(), scores.detach().contiguous()
+        batch, heads, length = a.shape
+        decay = a.new_empty(batch, heads, length, length)
+        weights = torch.empty_like(decay)
         use_torch_threads()
-        _segment_exp_forward(flat.numpy(), flat.numpy().dtype.type(UNDERFLOW), out.numpy())
-        out = out.view(*shape, length)
-        ctx.save_for_backward(out)
-        return out
+        _decayed_scores_forward(
+            a.numpy(), scores.numpy(), a.numpy().dtype.type(UNDERFLOW), decay.numpy(), weights.numpy()
+        )
+        ctx.save_for_backward(decay, scores)
+        return weights
 
     @staticmethod
-    def backward(ctx, grad_out):
-        (out,) = ctx.saved_tensors
-        length = out.shape[-1]
-        flat_out = out.reshape(-1, length, length)
-        grad_a = flat_out.new_empty(flat_out.shape[0], length)
+    def backward(ctx, grad_weights):
+        decay, scores = ctx.saved_tensors
+        grad_a = decay.new_empty(decay.shape[:-1])
+        grad_scores = torch.empty_like(scores)
         use_torch_threads()
-        _segment_exp_backward(grad_out.reshape(-1, length, length).contiguous().numpy(), flat_out.numpy(), grad_a.numpy())
-        return grad_a.view(out.shape[:-1])
+        _decayed_scores_backward(
+            grad_weights.contiguous().numpy(),
+            decay.numpy(),
+            scores.numpy(),
+            grad_a.numpy(),
+            grad_scores.numpy(),
+        )
+        return grad_a, grad_scores
+
+
+def decays_to_end(a: torch.Tensor) -> torch.Tensor:
+    """``exp(sum(a[..., s+1:]))`` for every ``s``: the last row of the decays, which carries
+    each input to the final state; suffix sums in float64, differentiable by autograd."""
+    suffix = a.double().flip(-1).cumsum(-1).flip(-1)  # sum(a[..., s:])
+    exponent = torch.cat([suffix[..., 1:], suffix.new_zeros(*a.shape[:-1], 1)], -1).to(a.dtype)
+    return exponent.masked_fill(exponent < UNDERFLOW, -math.inf).exp()
 
 
 def mamba_chunk_scan_combined(
@@ -141,10 +176,9 @@ def mamba_chunk_scan_combined(
     if dt_softplus:
         dt = F.softplus(dt)
     dt = dt.clamp(dt_limit[0], dt_limit[1]).transpose(1, 2).contiguous()  # (batch, heads, length)
-    decay = SegmentExp.apply(dt * A[:, None])  # (batch, heads, t, s)
     B_g, C_g = B.transpose(1, 2).contiguous(), C.transpose(1, 2).contiguous()  # (batch, groups, length, n)
     scores = torch.matmul(C_g, B_g.transpose(-1, -2))  # (batch, groups, t, s)
-    weights = decay.view(batch, groups, per_group, length, length) * scores.unsqueeze(2)
+    weights = DecayedScores.apply(dt * A[:, None], scores)  # (batch, heads, t, s)
     drive = (x * dt.transpose(1, 2).unsqueeze(-1)).transpose(1, 2)  # (batch, heads, length, p)
     drive = drive.reshape(batch * heads, length, head_dim)
     out = torch.bmm(weights.view(batch * heads, length, length), drive)
@@ -153,7 +187,7 @@ def mamba_chunk_scan_combined(
     out = out.contiguous() if D is None else (x * D[:, None]).add_(out)
     if not return_final_states:
         return out
-    to_end = decay[..., -1, :].reshape(batch, groups, per_group * length, 1)  # M[L-1, s]
+    to_end = decays_to_end(dt * A[:, None]).reshape(batch, groups, per_group * length, 1)  # M[L-1, s]
     # reshape, not view: with one sequence, ``drive`` is a strided view of ``x``.
     weighted = (drive.reshape(batch, groups, per_group * length, head_dim) * to_end).reshape(
         batch * groups, per_group, length, head_dim
