@@ -5,13 +5,14 @@ On CPU tensors :func:`selective_scan` (Mamba-1) runs
 :func:`statelayers.models.kernels.selective_scan.selective_scan_fn`: softplus, bias, skip
 and gate fused into one compiled pass, forward and backward. :func:`chunk_scan` (Mamba-2)
 runs :func:`statelayers.models.kernels.ssd_quadratic.mamba_chunk_scan_combined` when it
-is differentiated on sequences of up to
-:data:`QUADRATIC_MAX_LENGTH` positions (training on the
-study's): SSD as one attention-like chunk in batched matrix products, whose forward and
-backward together are faster than the step-by-step kernel's (30 against 38 ms per layer
-at length 40 and one thread, ``benchmarks/mamba_step.py --ssd 40``). Otherwise, on longer sequences and under
-``torch.no_grad`` (where the step-by-step forward alone is as fast or faster and keeps
-no states), it runs :func:`statelayers.models.kernels.ssd.mamba_chunk_scan_combined`.
+is differentiated on sequences of up to :data:`QUADRATIC_MAX_LENGTH` positions (training
+on the study's): SSD as one attention-like chunk in batched matrix products, whose
+forward and backward together are faster than the step-by-step kernel's (14 against 39 ms
+per layer at length 40, 40 against 58 ms at 64, one thread, batch 64,
+``benchmarks/mamba_step.py --ssd 40 64``). Otherwise, on longer sequences and under
+``torch.no_grad``, it runs :func:`statelayers.models.kernels.ssd.mamba_chunk_scan_combined`,
+which keeps no states; its forward alone is as fast at length 64 (10.0 against 10.8 ms)
+and slower at 40 (6.5 against 4.2 ms).
 On other devices
 (a GPU without mamba-ssm), or without numba, Mamba-1 runs the PyTorch scan below and Mamba-2
 transformers' chunked PyTorch scan, as does a Mamba-2 call with an initial state

@@ -178,7 +178,8 @@ def mamba_chunk_scan_combined(
     dt = dt.clamp(dt_limit[0], dt_limit[1]).transpose(1, 2).contiguous()  # (batch, heads, length)
     B_g, C_g = B.transpose(1, 2).contiguous(), C.transpose(1, 2).contiguous()  # (batch, groups, length, n)
     scores = torch.matmul(C_g, B_g.transpose(-1, -2))  # (batch, groups, t, s)
-    weights = DecayedScores.apply(dt * A[:, None], scores)  # (batch, heads, t, s)
+    log_decay = dt * A[:, None]  # (batch, heads, length)
+    weights = DecayedScores.apply(log_decay, scores)  # (batch, heads, t, s)
     drive = (x * dt.transpose(1, 2).unsqueeze(-1)).transpose(1, 2)  # (batch, heads, length, p)
     drive = drive.reshape(batch * heads, length, head_dim)
     out = torch.bmm(weights.view(batch * heads, length, length), drive)
@@ -187,7 +188,7 @@ def mamba_chunk_scan_combined(
     out = out.contiguous() if D is None else (x * D[:, None]).add_(out)
     if not return_final_states:
         return out
-    to_end = decays_to_end(dt * A[:, None]).reshape(batch, groups, per_group * length, 1)  # M[L-1, s]
+    to_end = decays_to_end(log_decay).reshape(batch, groups, per_group * length, 1)  # M[L-1, s]
     # reshape, not view: with one sequence, ``drive`` is a strided view of ``x``.
     weighted = (drive.reshape(batch, groups, per_group * length, head_dim) * to_end).reshape(
         batch * groups, per_group, length, head_dim
