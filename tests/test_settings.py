@@ -102,12 +102,13 @@ def test_the_settings_module_does_not_import_torch():
 
 def test_a_pairs_override_beats_its_architectures_which_beats_its_familys():
     config = changed(
+        training__pair_budgets=None,  # floors under max_steps: tested below
         training__overrides={
             "mamba": {"lr": 0.01, "batch_size": 8, "max_steps": 50},
             "mamba_noconv": {"lr": 0.02, "batch_size": 16},
             "mamba/s3": {"batch_size": 24},
             "mamba_noconv/s3": {"max_steps": 900},
-        }
+        },
     )
     on_s3 = settings.train_settings(config, "mamba_noconv", "s3")
     assert (on_s3["lr"], on_s3["batch_size"], on_s3["max_steps"]) == (0.02, 24, 900)
@@ -165,7 +166,7 @@ def test_the_default_config_builds_and_trains_each_pair_at_the_sweeps_selected_p
     shared = {k: v for k, v in CONFIG["training"].items() if k not in NOT_SETTINGS}
     assert settings.train_settings(CONFIG, "transformer", "s3")["lr"] == 0.0003
     parity = settings.train_settings(CONFIG, "transformer", "parity")
-    assert (parity["lr"], parity["max_steps"]) == (0.0003, 2950)  # the family's lr, the pair's budget
+    assert (parity["lr"], parity["max_steps"]) == (0.0003, 3400)  # the family's lr, the pair's budget
     assert settings.train_settings(CONFIG, "lstm", "s3")["lr"] == 0.003
     assert settings.train_settings(CONFIG, "lstm", "dyck") == shared
 
@@ -237,7 +238,13 @@ def test_learnability_covers_every_pair_or_the_listed_ones_in_the_study_order():
         settings.learnability_pairs(changed(learnability__pairs=["lstm/codedepth"]))
 
 
-STUDY_BUDGETS = {"transformer/parity": 2950, "mamba2/parity": 1500, "mamba2_noconv/parity": 1500}
+STUDY_BUDGETS = {
+    "transformer/parity": 3400,
+    "mamba/parity": 2550,
+    "mamba_noconv/parity": 2550,
+    "mamba2/parity": 5400,
+    "mamba2_noconv/parity": 5400,
+}
 """The steps each pair trains for where not the config's ``training.max_steps``
 (benchmarks/README.md says where each comes from); the Conv1D-ablated variant takes
 its family's key."""
@@ -249,6 +256,14 @@ its family's key."""
         ((), STUDY_BUDGETS),
         (("conv1d.yaml",), STUDY_BUDGETS),
         (("learnability_s3.yaml",), STUDY_BUDGETS),
+        (
+            ("learnability_mamba_parity.yaml",),
+            STUDY_BUDGETS | {"mamba/parity": 600, "mamba_noconv/parity": 600},
+        ),
+        (
+            ("learnability_mamba2_parity.yaml",),
+            STUDY_BUDGETS | {"mamba2/parity": 1500, "mamba2_noconv/parity": 1500},
+        ),
         (("paper.yaml",), {}),  # 20 000 steps for every pair
         (("test.yaml",), {}),  # 6
         (("default_budget.yaml",), {}),  # 600
@@ -382,9 +397,8 @@ def test_the_cuda_mamba_backend_needs_no_gpu_without_a_mamba_job():
 
 
 def test_the_scale_line_names_the_budgets_that_raise_a_pairs_steps_only():
-    assert "per-pair step budgets {'transformer/parity': 2950, 'mamba2/parity': 1500}" in settings.run_scale(
-        CONFIG, [], []
-    )
+    budgets = "{'transformer/parity': 3400, 'mamba/parity': 2550, 'mamba2/parity': 5400}"
+    assert f"per-pair step budgets {budgets}" in settings.run_scale(CONFIG, [], [])
     assert "step budgets" not in settings.run_scale(overlaid("paper.yaml"), [], [])
 
 

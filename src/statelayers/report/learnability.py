@@ -22,7 +22,9 @@ import pandas as pd
 
 from statelayers.report.claims import LEARNED_ACCURACY
 
-THRESHOLDS = {"steps_to_95": LEARNED_ACCURACY, "steps_to_99": 0.99}
+CRITERION_ACCURACY = 0.99
+"""The stopping criterion's validation token accuracy (``training.target_accuracy``)."""
+THRESHOLDS = {"steps_to_95": LEARNED_ACCURACY, "steps_to_99": CRITERION_ACCURACY}
 COLUMNS = ["arch", "task", "cap", "steps_to_95", "steps_to_99", "best_val_accuracy", "wall_s"]
 TABLE_COLUMNS = [*COLUMNS, "default_val_accuracy", "study_max_steps"]
 BUDGET_MARGIN = 1.5
@@ -45,20 +47,27 @@ def summary(checks: pd.DataFrame, cap: int) -> dict:
 
 
 def study_budget(row: pd.Series, default_steps: int, eval_every: int) -> int:
-    """The ``max_steps`` a pair gets in the study from its learnability row. A pair whose
-    default run ended learned (its last validation check, ``default_val_accuracy``, at or
-    above the claims check's learned threshold, 0.95) keeps the default budget: its
-    schedule already gets it there. Any other pair gets :data:`BUDGET_MARGIN` times the
-    steps until validation first reached 0.95 in its long run, rounded up to a validation
-    check; a pair that never reached 0.95 within the cap keeps the default, since more
-    steps did not help. Learning is what a finding needs; the stopping criterion (0.99)
-    still ends a run that gets there sooner.
+    """The ``max_steps`` a pair gets in the study from its learnability row, counted to the
+    stopping criterion (0.99), so that a pair ends well above the learned threshold (0.95)
+    on seeds and machines the measurement did not see.
 
-    .. math:: \\text{max\\_steps} = \\max\\bigl(d,\\ e \\lceil 1.5\\, s_{0.95} / e \\rceil\\bigr)
+    A pair whose default run ended at the criterion (its last validation check,
+    ``default_val_accuracy``, at or above 0.99) keeps the default budget: its schedule
+    already gets it there. Any other pair gets :data:`BUDGET_MARGIN` times the steps until
+    validation first reached the criterion in its long run, rounded up to a validation
+    check; where the long run never reached the criterion, the same margin on its steps to
+    0.95; where it never reached 0.95 within the cap, the default, since more steps did
+    not help. The criterion still ends a run that gets there sooner, so a budget costs
+    steps only on seeds that have not reached it.
+
+    .. math:: \\text{max\\_steps} = \\max\\bigl(d,\\ e \\lceil 1.5\\, s / e \\rceil\\bigr),
+        \\quad s = s_{0.99} \\text{ if reached, else } s_{0.95}
 
     with ``d`` the default budget and ``e`` the validation interval."""
-    steps = row["steps_to_95"]
-    if row["default_val_accuracy"] >= LEARNED_ACCURACY or pd.isna(steps):
+    if row["default_val_accuracy"] >= CRITERION_ACCURACY:
+        return default_steps
+    steps = row["steps_to_99"] if not pd.isna(row["steps_to_99"]) else row["steps_to_95"]
+    if pd.isna(steps):
         return default_steps
     return max(default_steps, eval_every * math.ceil(BUDGET_MARGIN * steps / eval_every))
 
