@@ -4,13 +4,12 @@ again only the pairs whose default run missed the criterion."""
 from pathlib import Path
 
 import pandas as pd
-import yaml
+from study_config import CONFIG
 
 from statelayers.learnability import pair_checks, validation_checks
 from statelayers.report.learnability import COLUMNS, TABLE_COLUMNS, study_budget, summary, with_study_budgets
 
 REPO = Path(__file__).resolve().parents[1]
-CONFIG = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
 BUDGET_TABLES = ["learnability", "learnability_mamba_parity", "learnability_mamba2_parity"]
 """The committed tables config.yaml's pair budgets come from, in order: a later table's row
 replaces an earlier one's (the same pair measured again with its study block)."""
