@@ -212,9 +212,10 @@ def bound(package: str):
 
 
 def test_kernels_count_as_importable_only_where_transformers_bound_every_function(monkeypatch):
-    assert not kernels_importable()  # this machine: transformers' PyTorch references
+    for key in backends._RESOLVED:  # whatever this machine bound: transformers' PyTorch references
+        monkeypatch.setitem(backends._RESOLVED, key, bound("transformers"))
+    assert not kernels_importable()
     key = (modeling_mamba2.__name__, "mamba2_chunk_scan")
-    fallback = backends._RESOLVED[key]
     for module_name, name in backends._RESOLVED:
         package = "causal_conv1d" if "causal_conv1d" in name else "mamba_ssm"
         monkeypatch.setitem(backends._RESOLVED, (module_name, name), bound(package))
@@ -223,7 +224,7 @@ def test_kernels_count_as_importable_only_where_transformers_bound_every_functio
     monkeypatch.setattr(modeling_mamba, "is_fast_path_available", False, raising=False)
     assert not kernels_importable()  # a transformers that says so
     monkeypatch.delattr(modeling_mamba, "is_fast_path_available")
-    monkeypatch.setitem(backends._RESOLVED, key, fallback)
+    monkeypatch.setitem(backends._RESOLVED, key, bound("transformers"))
     assert not kernels_importable()  # one function fell back to PyTorch
 
 
@@ -235,6 +236,8 @@ def test_the_cuda_backend_lays_out_mamba2s_convolution_input_for_the_kernel(monk
     which hands over to the unfused path)."""
     calls = []
     key = (modeling_mamba2.__name__, "causal_conv1d_fn")
+    for other, function in backends._RESOLVED.items():  # a machine with mamba-ssm: its kernels off
+        monkeypatch.setitem(backends._RESOLVED, other, inspect.unwrap(function))
     monkeypatch.setitem(backends._RESOLVED, key, stand_in_kernel(calls))
     monkeypatch.setattr(backends, "resolve_backend", lambda backend, device="cpu": "cuda")
     try:
