@@ -1,4 +1,4 @@
-"""Time one CPU training step of Mamba-1 and Mamba-2 against the LSTM, side by side in one process.
+"""Time one CPU training step of Mamba-1 and Mamba-2 against the LSTM, side by side in a job's process.
 
 Usage: ``python benchmarks/mamba_step.py [--threads 1 2] [--steps 8] [--repeats 3]
 [--csv PATH] [--compile] [--profile MODEL] [--ssd LENGTH ...]``
@@ -20,6 +20,10 @@ scan-free part (``D u`` gated by ``silu(z)``), a floor for any scan inside
 transformers' mixer (projections, Conv1D, activations). Rounds are interleaved and the
 fastest of each row kept; the reference rows run once (10-300 x slower, their noise
 does not matter). ``--csv`` writes ``model, threads, ms_per_step, ratio_to_lstm``.
+
+Each thread count runs in its own child process started with a Snakemake job's thread
+settings (:data:`THREAD_VARIABLES`), so a one-thread row uses one core, as a one-thread
+job does.
 
 ``--compile`` times ``python -m statelayers.models.kernels`` (a process that imports torch and
 numba and runs each kernel forward and backward once) with an empty numba cache, then
@@ -263,6 +267,38 @@ def profile(name: str, threads: int, steps: int) -> None:
     print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=15))
 
 
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS")
+"""What a Snakemake job of ``threads`` runs under: Snakemake exports the first two,
+:func:`statelayers.runtime.start` the third before numba starts its pool. A process whose
+numba pool started larger (numba's default: every core) runs work on a second core even
+after ``numba.set_num_threads(1)``, torch's included (an LSTM step after a Mamba-2 step:
+30 ms of wall time for 60 ms of CPU), so a one-thread row is only one thread in a process
+started this way."""
+
+
+def in_job_environment(threads: int) -> bool:
+    return all(os.environ.get(name) == str(threads) for name in THREAD_VARIABLES)
+
+
+def per_thread_count(args: argparse.Namespace) -> pd.DataFrame | None:
+    """Run this benchmark again for each of ``args.threads`` in a child process started in
+    that job environment; return the children's rows (``None`` for the printing modes)."""
+    tables = []
+    for threads in args.threads:
+        child = [sys.executable, __file__, "--threads", str(threads), "--steps", str(args.steps)]
+        child += ["--repeats", str(args.repeats)]
+        child += ["--profile", args.profile] if args.profile else []
+        child += ["--ssd", *map(str, args.ssd)] if args.ssd else []
+        with tempfile.TemporaryDirectory() as scratch:
+            rows = Path(scratch) / "rows.csv"
+            child += [] if args.profile or args.ssd else ["--csv", str(rows)]
+            environment = {**os.environ, **{name: str(threads) for name in THREAD_VARIABLES}}
+            subprocess.run(child, env=environment, check=True)
+            if rows.exists():
+                tables.append(pd.read_csv(rows))
+    return pd.concat(tables) if tables else None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[2])
@@ -276,18 +312,23 @@ def main() -> None:
         "--ssd", type=int, nargs="*", help="time Mamba-2's two SSD forms alone at these lengths"
     )
     args = parser.parse_args()
-    if args.ssd:
-        for length in args.ssd:
-            for threads in args.threads:
-                for name, ms in ssd_milliseconds(length, threads, args.repeats).items():
-                    print(f"SSD, length {length}, {threads} threads, {name:34s} {ms:8.2f} ms")
-        return
     if args.exp:
         for name, ns in exp_nanoseconds().items():
             print(f"exp(dt * A), {name}: {ns:.3f} ns per element")
     if args.compile:
         for state, seconds in first_call_seconds().items():
             print(f"python -m statelayers.models.kernels, {state}: {seconds:.2f} s")
+    if not (len(args.threads) == 1 and in_job_environment(args.threads[0])):
+        table = per_thread_count(args)
+        if table is not None and args.csv:
+            table.to_csv(args.csv, index=False, float_format="%.4g")
+        return
+    if args.ssd:
+        for length in args.ssd:
+            for threads in args.threads:
+                for name, ms in ssd_milliseconds(length, threads, args.repeats).items():
+                    print(f"SSD, length {length}, {threads} threads, {name:34s} {ms:8.2f} ms")
+        return
     if args.profile:
         for threads in args.threads:
             profile(args.profile, threads, args.steps)

@@ -4,15 +4,16 @@
 On CPU tensors :func:`selective_scan` (Mamba-1) runs
 :func:`statelayers.models.kernels.selective_scan.selective_scan_fn`: softplus, bias, skip
 and gate fused into one compiled pass, forward and backward. :func:`chunk_scan` (Mamba-2)
-runs :func:`statelayers.models.kernels.ssd_quadratic.mamba_chunk_scan_combined` when it
-is differentiated on sequences of up to :data:`QUADRATIC_MAX_LENGTH` positions (training
-on the study's): SSD as one attention-like chunk in batched matrix products, whose
-forward and backward together are faster than the step-by-step kernel's (14 against 39 ms
-per layer at length 40, 40 against 58 ms at 64, one thread, batch 64,
-``benchmarks/mamba_step.py --ssd 40 64``). Otherwise, on longer sequences and under
-``torch.no_grad``, it runs :func:`statelayers.models.kernels.ssd.mamba_chunk_scan_combined`,
-which keeps no states; its forward alone is as fast at length 64 (10.0 against 10.8 ms)
-and slower at 40 (6.5 against 4.2 ms).
+runs :func:`statelayers.models.kernels.ssd_quadratic.mamba_chunk_scan_combined` on
+sequences of up to :data:`QUADRATIC_MAX_LENGTH` positions (the study's training and
+in-distribution lengths): SSD as one attention-like chunk in batched matrix products,
+faster than the step-by-step kernel in training and without gradients alike (per layer,
+batch 64, 16 heads of 32, ``benchmarks/mamba_step.py --ssd 40 64`` in a one-thread job's
+process: forward and backward 28.3 against 72.7 ms at length 40, 59.2 against 111.6 ms
+at 64; forward alone 8.4 against 13.0 ms and 18.4 against 19.9 ms; at two threads the
+same order). On longer sequences, whose quadratic terms outgrow it, it runs
+:func:`statelayers.models.kernels.ssd.mamba_chunk_scan_combined`, which keeps no states
+under ``torch.no_grad``.
 On other devices
 (a GPU without mamba-ssm), or without numba, Mamba-1 runs the PyTorch scan below and Mamba-2
 transformers' chunked PyTorch scan, as does a Mamba-2 call with an initial state
@@ -57,7 +58,7 @@ REFERENCE_CHUNK_SCAN = inspect.unwrap(modeling_mamba2.mamba2_chunk_scan)
 """transformers' chunked PyTorch SSD for Mamba-2, likewise."""
 
 QUADRATIC_MAX_LENGTH = 64
-"""The longest sequence Mamba-2 trains on in SSD's quadratic form; its terms outgrow the step-by-step kernel beyond."""
+"""The longest sequence Mamba-2 runs in SSD's quadratic form; its terms outgrow the step-by-step kernel beyond."""
 
 
 def _scan(u, dt, A, B, C, keep_states: bool):
@@ -199,8 +200,7 @@ def chunk_scan(
     from statelayers.models.kernels import ssd, ssd_quadratic
 
     short = hidden_states.shape[1] <= QUADRATIC_MAX_LENGTH
-    training = differentiated(hidden_states, dt, A, B, C, D, dt_bias)
-    scan = ssd_quadratic.mamba_chunk_scan_combined if short and training else ssd.mamba_chunk_scan_combined
+    scan = ssd_quadratic.mamba_chunk_scan_combined if short else ssd.mamba_chunk_scan_combined
     with torch.autocast("cpu", enabled=False):
         inputs = [None if t is None else t.float() for t in (hidden_states, dt, A, B, C, D, dt_bias)]
         x, dt, A, B, C, D, dt_bias = inputs

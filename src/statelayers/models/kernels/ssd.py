@@ -16,14 +16,13 @@ recurrence in chunks (quadratic attention-like blocks within a chunk, a recurren
 between chunks); here it runs step by step, so ``chunk_size`` does not change the
 result and any length works without padding.
 
-:func:`statelayers.models.mamba_scan.chunk_scan` runs this kernel for forward passes
-without gradients, where it is as fast as the alternative and keeps no states, and on
-sequences longer than :data:`statelayers.models.mamba_scan.QUADRATIC_MAX_LENGTH`. To
-train on shorter ones (the study's) it runs
-:mod:`statelayers.models.kernels.ssd_quadratic`, the whole sequence as one SSD chunk in
-batched matrix products, whose forward and backward together are faster than this
-kernel's: here the backward pass reruns the recurrence keeping an ``(n, p)``
-state per step and then walks it in reverse, one small state at a time.
+:func:`statelayers.models.mamba_scan.chunk_scan` runs this kernel on sequences longer
+than :data:`statelayers.models.mamba_scan.QUADRATIC_MAX_LENGTH`, where it keeps no states
+without gradients. On shorter ones (the study's training and in-distribution lengths) it
+runs :mod:`statelayers.models.kernels.ssd_quadratic`, the whole sequence as one SSD chunk
+in batched matrix products, which is faster forward and more so forward and backward: here
+the backward pass reruns the recurrence keeping an ``(n, p)`` state per step and then
+walks it in reverse, one small state at a time.
 
 Work items are ``(sequence, head)`` pairs; each keeps its ``(n, p)`` state in cache
 and vectorises over ``p`` (one exponential per step and head). The backward pass reruns
