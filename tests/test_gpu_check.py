@@ -262,11 +262,15 @@ suite itself; on the GPU machine they run within the check."""
 
 
 def dry_run(
-    tmp_path: Path, sources: Path, python: str = sys.executable, deadline: int | None = None
+    tmp_path: Path,
+    sources: Path,
+    python: str = sys.executable,
+    deadline: int | None = None,
+    tests: list[str] = DRY_RUN_TESTS,
 ) -> tuple[int, dict[str, str], Path]:
-    """Run ``tools/gpu_check.sh --dry-run`` with the GPU machine's missing packages blocked
-    (and ``deadline`` seconds, if given); return its exit status, the status of each step
-    and its output directory."""
+    """Run ``tools/gpu_check.sh --dry-run`` with the GPU machine's missing packages blocked,
+    ``tests`` as the tests step's files (and ``deadline`` seconds, if given); return its exit
+    status, the status of each step and its output directory."""
     blocker = tmp_path / "blocker"
     blocker.mkdir()
     (blocker / "sitecustomize.py").write_text(BLOCKER)
@@ -278,7 +282,7 @@ def dry_run(
         "GPU_SOURCES": str(sources),
         "GPU_BUILD": str(tmp_path / "build"),
         "PYTHONPATH": str(blocker),
-        "GPU_CHECK_TESTS": " ".join(DRY_RUN_TESTS),
+        "GPU_CHECK_TESTS": " ".join(tests),
         **({"GPU_CHECK_DEADLINE": str(deadline)} if deadline else {}),
     }
     blocked = subprocess.run([python, "-c", "import datasets"], env=env, capture_output=True, text=True)
@@ -344,7 +348,7 @@ def test_a_dry_run_builds_nothing_and_runs_every_other_step_without_the_missing_
 
 def test_a_dry_run_without_sources_fails_those_steps_and_still_runs_the_tests_and_the_benchmarks(tmp_path):
     (tmp_path / "empty").mkdir()
-    status, steps, out = dry_run(tmp_path, tmp_path / "empty")
+    status, steps, out = dry_run(tmp_path, tmp_path / "empty", tests=["tests/test_cuda_scan.py"])  # one test
     assert status == 1
     assert steps["sources"] == "FAILED (exit 1)" and steps["build"] == "FAILED (no sources)"
     assert "run tools/gpu_prepare.sh DIR" in (out / "sources.log").read_text()

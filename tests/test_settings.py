@@ -26,6 +26,59 @@ def overlaid(*overlays: str) -> dict:
     return config
 
 
+def with_bad_value(config: dict, path: list[str], value) -> dict:
+    """``config`` with the key at ``path`` set to ``value`` (deleted for ``KeyError``)."""
+    node = config
+    for key in path[:-1]:
+        node = node[key]
+    if value is KeyError:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return config
+
+
+BAD_CONFIGS = [
+    (["architectures"], ["transformer", "rwkv"], "architectures"),
+    (["tasks"], ["parity", "copying"], "tasks"),
+    (["eval_lengths"], [40, 0], "eval_lengths"),
+    (["train_length"], 0, "train_length"),
+    (["probes"], KeyError, "'probes' is a required property"),
+    (["seeds"], "zero", "seeds"),
+    (["training", "lr"], "fast", "lr"),
+    (["model", "hidden"], 64, "hidden"),
+    (["task_params", "dyck", "max_depth"], 50, "max_depth"),
+    (["pretrained", "models"], [{"name": "gru", "source": "EleutherAI/pythia-160m"}], "gru"),
+    (["pretrained", "training", "precision"], "fp8", "precision"),
+    (["training", "target_accuracy"], 1.5, "target_accuracy"),
+    (["training", "target_accuracy"], 0, "target_accuracy"),
+    (["training", "max_steps"], 0, "max_steps"),
+    (["sweep", "lr"], [], "['sweep']['lr']"),
+    (["sweep", "lr"], [0.001, 0.0], "['sweep']['lr']"),
+    (["eval_lengths"], [60, 80], "eval_lengths must include train_length"),
+    (["model", "options", "transformer", "heads"], 3, "must divide model.d_model"),
+    (["training", "overrides"], {"lstm/s4": {"lr": 0.003}}, "unknown key 'lstm/s4'"),
+    (["model", "options", "rwkv/s3"], {"start_token": True}, "rwkv/s3"),
+    (["model", "options", "transformer/parity"], {"rotary_share": 1.0}, "rotary_share"),
+]
+"""Configs no job could run, and what the refusal must name."""
+
+
+@pytest.mark.parametrize("path,value,message", BAD_CONFIGS)
+def test_a_bad_config_is_refused_by_the_workflows_checks_with_a_message_naming_it(path, value, message):
+    """The two checks workflow/rules/common.smk runs before any job: the schema (with its
+    defaults filled in, as Snakemake's ``validate`` does), then :func:`settings.check_config`.
+    tests/test_workflow.py shows end to end that Snakemake stops on them."""
+    from snakemake.exceptions import WorkflowError
+    from snakemake.utils import validate
+
+    config = with_bad_value(yaml.safe_load(yaml.safe_dump(CONFIG)), path, value)
+    with pytest.raises((WorkflowError, ValueError)) as refusal:
+        validate(config, schema=str(REPO / "workflow" / "schemas" / "config.schema.yaml"))
+        settings.check_config(config)
+    assert message in str(refusal.value)
+
+
 def changed(**changes):
     """The default config with ``changes`` (dotted keys) applied."""
     config = yaml.safe_load(yaml.safe_dump(CONFIG))

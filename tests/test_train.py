@@ -12,6 +12,7 @@ from study_config import CONFIG, cpu_run, train_config, training_settings
 from statelayers import files, training
 from statelayers.models.tagger import build_model, matched_spec
 from statelayers.tasks.codedepth import file_split
+from statelayers.stopping import reached_target
 from statelayers.tasks.data import TrainingStream, make_split, split_rng, training_rng
 from statelayers.training import (
     TRAINING_COLUMNS,
@@ -21,7 +22,6 @@ from statelayers.training import (
     learning_curves,
     make_optimizer,
     parameter_groups,
-    reached_target,
     train_checkpoint,
     training_step,
     training_table,

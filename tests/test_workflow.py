@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
+from test_settings import with_bad_value
 from workflow_run import REPO, SNAKEMAKE, copy_workflow, listed_jobs, overlay, planned_jobs, snakemake
 
 from statelayers.report import figures
@@ -335,47 +336,19 @@ def test_snakemake_files_are_snakefmt_formatted():
     assert result.returncode == 0, result.stderr
 
 
-def _bad(config: dict, path: list[str], value) -> dict:
-    node = config
-    for key in path[:-1]:
-        node = node[key]
-    if value is KeyError:
-        del node[path[-1]]
-    else:
-        node[path[-1]] = value
-    return config
-
-
 @pytest.mark.parametrize(
     "path,value,message",
     [
-        (["architectures"], ["transformer", "rwkv"], "architectures"),
-        (["tasks"], ["parity", "copying"], "tasks"),
-        (["eval_lengths"], [40, 0], "eval_lengths"),
-        (["train_length"], 0, "train_length"),
-        (["probes"], KeyError, "'probes' is a required property"),
-        (["seeds"], "zero", "seeds"),
-        (["training", "lr"], "fast", "lr"),
-        (["model", "hidden"], 64, "hidden"),
-        (["task_params", "dyck", "max_depth"], 50, "max_depth"),
-        (["pretrained", "models"], [{"name": "gru", "source": "EleutherAI/pythia-160m"}], "gru"),
-        (["pretrained", "training", "precision"], "fp8", "precision"),
-        (["training", "target_accuracy"], 1.5, "target_accuracy"),
-        (["training", "target_accuracy"], 0, "target_accuracy"),
-        (["training", "max_steps"], 0, "max_steps"),
-        (["sweep", "lr"], [], "['sweep']['lr']"),
-        (["sweep", "lr"], [0.001, 0.0], "['sweep']['lr']"),
-        (["eval_lengths"], [60, 80], "eval_lengths must include train_length"),
-        (["model", "options", "transformer", "heads"], 3, "must divide model.d_model"),
-        (["training", "overrides"], {"lstm/s4": {"lr": 0.003}}, "unknown key 'lstm/s4'"),
-        (["model", "options", "rwkv/s3"], {"start_token": True}, "rwkv/s3"),
-        (["model", "options", "transformer/parity"], {"rotary_share": 1.0}, "rotary_share"),
+        (["tasks"], ["parity", "copying"], "tasks"),  # the schema
+        (["probes"], KeyError, "'probes' is a required property"),  # the schema
+        (["eval_lengths"], [60, 80], "eval_lengths must include train_length"),  # settings.check_config
     ],
 )
 def test_bad_config_stops_before_any_job(tmp_path, path, value, message):
+    """Snakemake runs both checks (every case of tests/test_settings.py's BAD_CONFIGS) before any job."""
     root = copy_workflow(tmp_path)
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
-    (root / "config" / "config.yaml").write_text(yaml.safe_dump(_bad(config, path, value)))
+    (root / "config" / "config.yaml").write_text(yaml.safe_dump(with_bad_value(config, path, value)))
     result = snakemake(root, check=False)
     assert result.returncode != 0
     assert message in result.stdout + result.stderr

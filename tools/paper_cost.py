@@ -56,7 +56,7 @@ import yaml
 
 from statelayers.models.registry import NO_CONV, base_arch
 from statelayers.settings import overlaid, train_settings
-from statelayers.training import CONSECUTIVE_CHECKS
+from statelayers.stopping import CONSECUTIVE_CHECKS
 
 STAGE_SIZE = {
     "evaluate": ("data", "test"),

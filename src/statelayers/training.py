@@ -6,7 +6,7 @@ batch repeats; validation is a fixed file.
 
 Stopping: the validation token accuracy is measured every ``eval_every`` steps and at
 ``max_steps``; the run stops at the first check that makes two consecutive checks
-(:data:`CONSECUTIVE_CHECKS`) reach ``target_accuracy``, or at ``max_steps``.
+(:data:`~statelayers.stopping.CONSECUTIVE_CHECKS`) reach ``target_accuracy``, or at ``max_steps``.
 ``model.json`` records the steps used and whether the criterion was reached.
 
 The learning rate warms up linearly, stays constant, and decays with a cosine to zero
@@ -55,6 +55,7 @@ from statelayers import files
 from statelayers.models.inference import accuracy
 from statelayers.models.tagger import SequenceTagger, build_model, count_parameters, matched_spec, save_model
 from statelayers.runtime import resolve_device
+from statelayers.stopping import CONSECUTIVE_CHECKS, reached_target
 from statelayers.tasks.data import TrainingStream, to_arrays, training_rng
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ class TrainConfig:
 
     max_steps: int
     target_accuracy: float
-    """Validation token accuracy that stops the run at :data:`CONSECUTIVE_CHECKS` checks in a row."""
+    """Validation token accuracy that stops the run at :data:`~statelayers.stopping.CONSECUTIVE_CHECKS` checks in a row."""
     batch_size: int
     lr: float
     weight_decay: float
@@ -235,16 +236,6 @@ def training_step(
     torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
     optimizer.step()
     return loss, acc
-
-
-CONSECUTIVE_CHECKS = 2
-"""Validation checks in a row that must reach ``target_accuracy`` to stop a run: one
-lucky check on a small validation set does not end training."""
-
-
-def reached_target(checks: list[float], target: float) -> bool:
-    """Whether the last :data:`CONSECUTIVE_CHECKS` validation accuracies all reach ``target``."""
-    return len(checks) >= CONSECUTIVE_CHECKS and min(checks[-CONSECUTIVE_CHECKS:]) >= target
 
 
 @dataclass(frozen=True)
