@@ -346,14 +346,39 @@ def test_a_dry_run_builds_nothing_and_runs_every_other_step_without_the_missing_
     assert "best K = " in (out / "throughput.log").read_text()
 
 
+RECORDING_PYTHON = """#!/usr/bin/env bash
+# The tests step's pytest and the two benchmarks: recorded, not run (the first dry run runs
+# them for real); every other command runs in {python}.
+case " $* " in
+    *" -m pytest "* | *" benchmarks/gpu_step.py "* | *" benchmarks/gpu_throughput.py "*)
+        echo "$*" >>{record}; exit 0 ;;
+esac
+exec {python} "$@"
+"""
+
+
 def test_a_dry_run_without_sources_fails_those_steps_and_still_runs_the_tests_and_the_benchmarks(tmp_path):
+    """Control flow: the source and build steps fail, every later step still starts. The
+    machine, source and kernel-import steps run for real; the tests and benchmarks, which
+    the dry run above runs, are recorded by a stand-in python."""
     (tmp_path / "empty").mkdir()
-    status, steps, out = dry_run(tmp_path, tmp_path / "empty", tests=["tests/test_cuda_scan.py"])  # one test
+    python, record = tmp_path / "python", tmp_path / "recorded.txt"
+    python.write_text(RECORDING_PYTHON.format(python=sys.executable, record=record))
+    python.chmod(0o755)
+    status, steps, out = dry_run(tmp_path, tmp_path / "empty", python=str(python))
     assert status == 1
     assert steps["sources"] == "FAILED (exit 1)" and steps["build"] == "FAILED (no sources)"
     assert "run tools/gpu_prepare.sh DIR" in (out / "sources.log").read_text()
+    assert "FAILED import selective_scan_cuda: ModuleNotFoundError" in (out / "no-kernels.log").read_text()
     assert steps["no-kernels"] == steps["tests"] == steps["throughput"] == steps["benchmark"] == "ok"
     assert steps["total"] == "2 step(s) failed"
+    started = record.read_text().splitlines()
+    assert [line.split()[0:2] for line in started] == [
+        ["-m", "pytest"],
+        ["benchmarks/gpu_step.py", "--device"],
+        ["benchmarks/gpu_throughput.py", "--device"],
+    ]
+    assert all(name in started[0] for name in DRY_RUN_TESTS)
 
 
 def test_at_the_deadline_the_running_step_is_stopped_and_the_later_ones_fail_at_once(tmp_path):
