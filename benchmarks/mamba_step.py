@@ -293,6 +293,7 @@ def per_thread_count(args: argparse.Namespace) -> pd.DataFrame | None:
             rows = Path(scratch) / "rows.csv"
             child += [] if args.profile or args.ssd else ["--csv", str(rows)]
             environment = {**os.environ, **{name: str(threads) for name in THREAD_VARIABLES}}
+            sys.stdout.flush()  # what this process printed comes before the child's output
             subprocess.run(child, env=environment, check=True)
             if rows.exists():
                 tables.append(pd.read_csv(rows))

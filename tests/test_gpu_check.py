@@ -266,11 +266,10 @@ def dry_run(
     sources: Path,
     python: str = sys.executable,
     deadline: int | None = None,
-    tests: list[str] = DRY_RUN_TESTS,
 ) -> tuple[int, dict[str, str], Path]:
-    """Run ``tools/gpu_check.sh --dry-run`` with the GPU machine's missing packages blocked,
-    ``tests`` as the tests step's files (and ``deadline`` seconds, if given); return its exit
-    status, the status of each step and its output directory."""
+    """Run ``tools/gpu_check.sh --dry-run`` with the GPU machine's missing packages blocked
+    (and ``deadline`` seconds, if given); return its exit status, the status of each step
+    and its output directory."""
     blocker = tmp_path / "blocker"
     blocker.mkdir()
     (blocker / "sitecustomize.py").write_text(BLOCKER)
@@ -282,7 +281,7 @@ def dry_run(
         "GPU_SOURCES": str(sources),
         "GPU_BUILD": str(tmp_path / "build"),
         "PYTHONPATH": str(blocker),
-        "GPU_CHECK_TESTS": " ".join(tests),
+        "GPU_CHECK_TESTS": " ".join(DRY_RUN_TESTS),
         **({"GPU_CHECK_DEADLINE": str(deadline)} if deadline else {}),
     }
     blocked = subprocess.run([python, "-c", "import datasets"], env=env, capture_output=True, text=True)
@@ -351,9 +350,9 @@ RECORDING_PYTHON = """#!/usr/bin/env bash
 # them for real); every other command runs in {python}.
 case " $* " in
     *" -m pytest "* | *" benchmarks/gpu_step.py "* | *" benchmarks/gpu_throughput.py "*)
-        echo "$*" >>{record}; exit 0 ;;
+        echo "$*" >>"{record}"; exit 0 ;;
 esac
-exec {python} "$@"
+exec "{python}" "$@"
 """
 
 

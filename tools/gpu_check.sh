@@ -31,7 +31,7 @@
 # from an earlier run on the same machine are reused (ninja recompiles nothing).
 # GPU_CHECK_TESTS (space-separated test files) replaces the tests step's selection.
 # GPU_CHECK_BUILD_LIMIT replaces the build step's limit (causal-conv1d's backward kernels took
-# longer than 330 s on the H200: benchmarks/README.md, GPU check).
+# longer than 330 s on the H200: benchmarks/README.md, section gpu_step.py, gpu_throughput.py).
 #
 # The jobs' kernel settings (statelayers.runtime.KERNEL_ENVIRONMENT: MAMBA_DETERMINISTIC=1)
 # are exported here too, so that the test modules, which import transformers (and with it

@@ -38,7 +38,7 @@ The model:
 5. One GPU with K jobs: training only, each job's steps times its family's ms per step per
    process at K from ``benchmarks/gpu_throughput.py --csv`` (the GPU check writes it),
    summed and divided by K, bounded below by the longest job. Without that file the GPU is
-   not priced: the repository holds no GPU measurement.
+   not priced: the repository holds no GPU throughput measurement.
 """
 
 from __future__ import annotations
@@ -311,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.gpu_throughput is None:
         print(
-            f"- One GPU, {args.gpu_jobs} jobs at once: not priced (no GPU measurement in the repository; "
+            f"- One GPU, {args.gpu_jobs} jobs at once: not priced (no GPU throughput measurement in the repository; "
             "run tools/gpu_check.sh and pass --gpu-throughput .gpu/out/gpu_throughput.csv)"
         )
         return 0
