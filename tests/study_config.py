@@ -1,4 +1,4 @@
-"""config/config.yaml as the tests read it: the one source of the study's settings."""
+"""config/config.yaml as the tests read it (the one source of the study's settings), and variants of it no job could run."""
 
 from dataclasses import fields
 from pathlib import Path
@@ -34,3 +34,41 @@ def cpu_run(spec: dict, training: dict, validation_path, seed: int = 0, train_le
         validation_path=str(validation_path),
         corpus_path=None,
     )
+
+
+def with_bad_value(config: dict, path: list[str], value) -> dict:
+    """``config`` with the key at ``path`` set to ``value`` (deleted for ``KeyError``)."""
+    node = config
+    for key in path[:-1]:
+        node = node[key]
+    if value is KeyError:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return config
+
+
+BAD_CONFIGS = [
+    (["architectures"], ["transformer", "rwkv"], "architectures"),
+    (["tasks"], ["parity", "copying"], "tasks"),
+    (["eval_lengths"], [40, 0], "eval_lengths"),
+    (["train_length"], 0, "train_length"),
+    (["probes"], KeyError, "'probes' is a required property"),
+    (["seeds"], "zero", "seeds"),
+    (["training", "lr"], "fast", "lr"),
+    (["model", "hidden"], 64, "hidden"),
+    (["task_params", "dyck", "max_depth"], 50, "max_depth"),
+    (["pretrained", "models"], [{"name": "gru", "source": "EleutherAI/pythia-160m"}], "gru"),
+    (["pretrained", "training", "precision"], "fp8", "precision"),
+    (["training", "target_accuracy"], 1.5, "target_accuracy"),
+    (["training", "target_accuracy"], 0, "target_accuracy"),
+    (["training", "max_steps"], 0, "max_steps"),
+    (["sweep", "lr"], [], "['sweep']['lr']"),
+    (["sweep", "lr"], [0.001, 0.0], "['sweep']['lr']"),
+    (["eval_lengths"], [60, 80], "eval_lengths must include train_length"),
+    (["model", "options", "transformer", "heads"], 3, "must divide model.d_model"),
+    (["training", "overrides"], {"lstm/s4": {"lr": 0.003}}, "unknown key 'lstm/s4'"),
+    (["model", "options", "rwkv/s3"], {"start_token": True}, "rwkv/s3"),
+    (["model", "options", "transformer/parity"], {"rotary_share": 1.0}, "rotary_share"),
+]
+"""Configs no job could run, and what the refusal must name."""

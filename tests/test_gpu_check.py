@@ -262,10 +262,7 @@ suite itself; on the GPU machine they run within the check."""
 
 
 def dry_run(
-    tmp_path: Path,
-    sources: Path,
-    python: str = sys.executable,
-    deadline: int | None = None,
+    tmp_path: Path, sources: Path, python: str = sys.executable, deadline: int | None = None
 ) -> tuple[int, dict[str, str], Path]:
     """Run ``tools/gpu_check.sh --dry-run`` with the GPU machine's missing packages blocked
     (and ``deadline`` seconds, if given); return its exit status, the status of each step

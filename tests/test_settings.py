@@ -7,6 +7,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from study_config import BAD_CONFIGS, with_bad_value
+
 from statelayers import settings
 from statelayers.models.registry import ARCHS
 from statelayers.tasks.formal import TASKS
@@ -24,44 +26,6 @@ def overlaid(*overlays: str) -> dict:
     for overlay in overlays:
         update_config(config, yaml.safe_load((REPO / "config" / overlay).read_text()))
     return config
-
-
-def with_bad_value(config: dict, path: list[str], value) -> dict:
-    """``config`` with the key at ``path`` set to ``value`` (deleted for ``KeyError``)."""
-    node = config
-    for key in path[:-1]:
-        node = node[key]
-    if value is KeyError:
-        del node[path[-1]]
-    else:
-        node[path[-1]] = value
-    return config
-
-
-BAD_CONFIGS = [
-    (["architectures"], ["transformer", "rwkv"], "architectures"),
-    (["tasks"], ["parity", "copying"], "tasks"),
-    (["eval_lengths"], [40, 0], "eval_lengths"),
-    (["train_length"], 0, "train_length"),
-    (["probes"], KeyError, "'probes' is a required property"),
-    (["seeds"], "zero", "seeds"),
-    (["training", "lr"], "fast", "lr"),
-    (["model", "hidden"], 64, "hidden"),
-    (["task_params", "dyck", "max_depth"], 50, "max_depth"),
-    (["pretrained", "models"], [{"name": "gru", "source": "EleutherAI/pythia-160m"}], "gru"),
-    (["pretrained", "training", "precision"], "fp8", "precision"),
-    (["training", "target_accuracy"], 1.5, "target_accuracy"),
-    (["training", "target_accuracy"], 0, "target_accuracy"),
-    (["training", "max_steps"], 0, "max_steps"),
-    (["sweep", "lr"], [], "['sweep']['lr']"),
-    (["sweep", "lr"], [0.001, 0.0], "['sweep']['lr']"),
-    (["eval_lengths"], [60, 80], "eval_lengths must include train_length"),
-    (["model", "options", "transformer", "heads"], 3, "must divide model.d_model"),
-    (["training", "overrides"], {"lstm/s4": {"lr": 0.003}}, "unknown key 'lstm/s4'"),
-    (["model", "options", "rwkv/s3"], {"start_token": True}, "rwkv/s3"),
-    (["model", "options", "transformer/parity"], {"rotary_share": 1.0}, "rotary_share"),
-]
-"""Configs no job could run, and what the refusal must name."""
 
 
 @pytest.mark.parametrize("path,value,message", BAD_CONFIGS)

@@ -11,8 +11,8 @@ from study_config import CONFIG, cpu_run, train_config, training_settings
 
 from statelayers import files, training
 from statelayers.models.tagger import build_model, matched_spec
-from statelayers.tasks.codedepth import file_split
 from statelayers.stopping import reached_target
+from statelayers.tasks.codedepth import file_split
 from statelayers.tasks.data import TrainingStream, make_split, split_rng, training_rng
 from statelayers.training import (
     TRAINING_COLUMNS,

@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from test_settings import with_bad_value
+from study_config import with_bad_value
 from workflow_run import REPO, SNAKEMAKE, copy_workflow, listed_jobs, overlay, planned_jobs, snakemake
 
 from statelayers.report import figures
@@ -345,7 +345,7 @@ def test_snakemake_files_are_snakefmt_formatted():
     ],
 )
 def test_bad_config_stops_before_any_job(tmp_path, path, value, message):
-    """Snakemake runs both checks (every case of tests/test_settings.py's BAD_CONFIGS) before any job."""
+    """Snakemake runs both checks (every case of tests/study_config.py's BAD_CONFIGS) before any job."""
     root = copy_workflow(tmp_path)
     config = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
     (root / "config" / "config.yaml").write_text(yaml.safe_dump(with_bad_value(config, path, value)))
