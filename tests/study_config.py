@@ -1,4 +1,5 @@
-"""config/config.yaml as the tests read it (the one source of the study's settings), and variants of it no job could run."""
+"""config/config.yaml as the tests read it (the one source of the study's settings), and
+variants of it that no job could run."""
 
 from dataclasses import fields
 from pathlib import Path
