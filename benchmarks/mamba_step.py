@@ -17,7 +17,8 @@ between the two; both on the path ``fast`` takes without numba, which was
 convolution; transformers' chunked scan for Mamba-2); both with transformers' PyTorch
 code (``reference``); and Mamba with its scan replaced by the
 scan-free part (``D u`` gated by ``silu(z)``), a floor for any scan inside
-transformers' mixer (projections, Conv1D, activations). Rounds are interleaved and the
+transformers' mixer (projections, Conv1D, activations), and Mamba-2 likewise with its SSD
+replaced by the skip ``D x`` (the mixer's projections, Conv1D and gated norm remain). Rounds are interleaved and the
 fastest of each row kept; the reference rows run once (10-300 x slower, their noise
 does not matter). ``--csv`` writes ``model, threads, ms_per_step, ratio_to_lstm``.
 
@@ -54,6 +55,7 @@ import torch
 import torch.nn.functional as F
 import yaml
 from transformers.models.mamba import modeling_mamba
+from transformers.models.mamba2 import modeling_mamba2
 
 from statelayers.models import causal_conv, mamba_scan
 from statelayers.models.kernels import ssd, ssd_quadratic
@@ -71,6 +73,7 @@ ROWS = {
     "mamba, PyTorch path (before the kernels)": ("mamba", "pytorch"),
     "mamba2, PyTorch path (before the kernels)": ("mamba2", "pytorch"),
     "mamba, scan-free floor": ("mamba", "scan-free"),
+    "mamba2, scan-free floor": ("mamba2", "scan-free"),
     "mamba, transformers' fallback": ("mamba", "reference"),
     "mamba2, transformers' fallback": ("mamba2", "reference"),
 }
@@ -80,6 +83,12 @@ def scan_free(hidden_states, dt, A, B, C, D=None, z=None, **_):
     """The selective scan without its recurrence; every input still receives a gradient."""
     touch = 0 * (dt.sum() + A.sum() + B.sum() + C.sum())
     return (hidden_states * D[None, :, None] + touch) * F.silu(z)
+
+
+def scan_free_chunks(x, dt, A, B, C, chunk_size, D=None, **_):
+    """Mamba-2's SSD without its recurrence: the skip ``D x``; every input still receives a gradient."""
+    touch = 0 * (dt.sum() + A.sum() + B.sum() + C.sum())
+    return x * D[:, None] + touch
 
 
 def make_step(arch: str, scan: str, batch: int | None = None, length: int = 40):
@@ -102,8 +111,9 @@ def make_step(arch: str, scan: str, batch: int | None = None, length: int = 40):
     model = build_model(
         spec, {"backend": "torch", "scan": "reference" if scan == "reference" else "fast"}
     ).train()
-    if scan == "scan-free":  # after build_model, which points the scan at the backend's
+    if scan == "scan-free":  # after build_model, which points the scans at the backend's
         modeling_mamba.mamba_selective_scan = scan_free
+        modeling_mamba2.mamba2_chunk_scan = scan_free_chunks
     training = yaml.safe_load(CONFIG.read_text())["training"]  # TrainConfig has no defaults
     batch = batch or training["batch_size"]
     names = {field.name for field in dataclasses.fields(TrainConfig)}
