@@ -8,11 +8,20 @@ from study_config import CONFIG
 
 from statelayers.learnability import pair_checks, validation_checks
 from statelayers.report.learnability import COLUMNS, TABLE_COLUMNS, study_budget, summary, with_study_budgets
+from statelayers.settings import train_settings
+from statelayers.sweep import selected_settings
 
 REPO = Path(__file__).resolve().parents[1]
 BUDGET_TABLES = ["learnability", "learnability_mamba_parity", "learnability_mamba2_parity"]
 """The committed tables config.yaml's pair budgets come from, in order: a later table's row
 replaces an earlier one's (the same pair measured again with its study block)."""
+SCHEDULE_SWEEPS = [
+    path
+    for path in sorted((REPO / "benchmarks").glob("sweep*.csv"))
+    if "decay_fraction" in pd.read_csv(path, nrows=0)
+]
+"""Committed schedule sweeps (statelayers.sweep.schedule_table): their selected budgets and
+schedules replace the rule's for their pairs."""
 
 
 def history(accuracies, every=50):
@@ -119,5 +128,14 @@ def test_the_committed_tables_budgets_follow_the_rule_and_config_takes_them():
     governing = {}
     for name in BUDGET_TABLES:
         governing.update(budgets[name])
+    for path in SCHEDULE_SWEEPS:  # a three-seed schedule sweep's point replaces the rule's budget
+        table = pd.read_csv(path)
+        assert (table["seeds"] >= 3).all(), path.name
+        point = selected_settings(table, {})["training"]
+        governing.update(point.get("pair_budgets", {}))
+        for pair, override in point["overrides"].items():
+            arch, task = pair.split("/")
+            trained = train_settings(CONFIG, arch, task)
+            assert {key: trained[key] for key in override} == override, pair
     above_default = {pair: steps for pair, steps in governing.items() if steps > training["max_steps"]}
     assert training["pair_budgets"] == above_default

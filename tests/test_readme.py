@@ -520,3 +520,20 @@ def test_the_paper_budget_note_says_where_a_pair_learns_or_its_best_and_slope():
     )
     assert paper_budget_markdown(outcomes.iloc[:0], 20000) == ""
     assert note in readme_block(None, budget_note=note) and note in readme_block(pd.DataFrame(), "x", note)
+
+
+def test_a_schedule_sweep_gets_a_column_per_budget_and_says_when_it_sets_a_budget():
+    rows = [
+        sweep_point("mamba2", "parity", "default", False, 0.001, 2, 0.988, True, seeds=3)
+        | {"max_steps": 3000, "decay_fraction": 0.5},
+        sweep_point("mamba2", "parity", "default", False, 0.001, 0, 0.983, False, seeds=3)
+        | {"max_steps": 2400, "decay_fraction": 0.5},
+    ]
+    text = results_document(None, sweeps={"benchmarks/sweep_schedule.csv": pd.DataFrame(rows)})
+    assert "| task | architecture | 2400 steps, decay 0.5 | 3000 steps, decay 0.5 |" in text
+    assert "| parity | Mamba-2 | 0.983 (lr 0.001) | **0.988 (lr 0.001)** |" in text
+    assert "sets the pair's budget only where every seed reached the" in text
+    plain = results_document(
+        None, sweeps={"benchmarks/sweep.csv": pd.DataFrame(rows[:1]).drop(columns="decay_fraction")}
+    )
+    assert "A schedule sweep" not in plain

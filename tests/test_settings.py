@@ -257,8 +257,8 @@ def test_learnability_covers_every_pair_or_the_listed_ones_in_the_study_order():
 
 STUDY_BUDGETS = {
     "transformer/parity": 3400,
-    "mamba/parity": 2550,
-    "mamba_noconv/parity": 2550,
+    "mamba/parity": 1200,
+    "mamba_noconv/parity": 1200,
     "mamba2/parity": 5400,
     "mamba2_noconv/parity": 5400,
 }
@@ -321,10 +321,19 @@ def test_an_unknown_pair_budget_key_is_an_error_that_names_it():
         settings.check_config(changed(training__pair_budgets={"lstm/s4": 100}))
 
 
-def test_the_default_budget_overlay_only_switches_the_pair_budgets_off():
+def test_the_default_budget_overlay_puts_every_pair_back_at_the_shared_budget_and_schedule_only():
     overlay = yaml.safe_load((REPO / "config" / "default_budget.yaml").read_text())
-    assert overlay == {"training": {"pair_budgets": None}}
+    assert set(overlay) == {"training"} and set(overlay["training"]) == {"pair_budgets", "overrides"}
+    assert all(set(keys) == {"decay_fraction"} for keys in overlay["training"]["overrides"].values())
     assert CONFIG["training"]["pair_budgets"]  # what it switches off
+    config, shared = overlaid("default_budget.yaml"), CONFIG["training"]
+    for arch in ARCHS:
+        for task in TASKS:
+            trained = settings.train_settings(config, arch, task)
+            assert (trained["max_steps"], trained["decay_fraction"]) == (
+                shared["max_steps"],
+                shared["decay_fraction"],
+            )
 
 
 @pytest.mark.parametrize("overlay", ["paper.yaml", "test.yaml"])
@@ -414,7 +423,7 @@ def test_the_cuda_mamba_backend_needs_no_gpu_without_a_mamba_job():
 
 
 def test_the_scale_line_names_the_budgets_that_raise_a_pairs_steps_only():
-    budgets = "{'transformer/parity': 3400, 'mamba/parity': 2550, 'mamba2/parity': 5400}"
+    budgets = "{'transformer/parity': 3400, 'mamba/parity': 1200, 'mamba2/parity': 5400}"
     assert f"per-pair step budgets {budgets}" in settings.run_scale(CONFIG, [], [])
     assert "step budgets" not in settings.run_scale(overlaid("paper.yaml"), [], [])
 

@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from statelayers.sweep import selected_settings, sweep_table
+from statelayers.sweep import schedule_table, selected_settings, sweep_table, variant_names
 
 
-def runs(points, task="s3"):
+def runs(points, task="s3", max_steps=500):
     """Per-run rows: ``points`` maps (lr, batch) or (lr, batch, block, start token) to
     [(steps, reached, accuracy), ...] per seed."""
     return pd.DataFrame(
@@ -18,7 +18,7 @@ def runs(points, task="s3"):
                 "start_token": start_token,
                 "lr": lr,
                 "batch_size": batch,
-                "max_steps": 500,
+                "max_steps": max_steps,
                 "target_accuracy": 0.99,
                 "steps": steps,
                 "reached": reached,
@@ -113,3 +113,47 @@ def test_the_selected_points_become_config_keys_per_pair_and_a_plain_point_adds_
         "gru/s3": {"lr": 0.001, "batch_size": 32},
     }
     assert settings["model"]["options"] == {"gru/parity": {"hidden_size": 99, "start_token": True}}
+
+
+def schedule(max_steps, decay, seeds):
+    """One sweep of the (0.001, 32) point under a schedule, as :func:`schedule_table` reads it."""
+    return sweep_table(runs({(0.001, 32): seeds}, "parity", max_steps)).assign(decay_fraction=decay)
+
+
+def test_a_schedule_sweep_takes_the_shorter_budget_only_where_as_many_seeds_reach_the_criterion():
+    short = schedule(1200, 0.5, [(1100, True, 0.99), (1200, False, 0.985), (900, True, 0.99)])
+    long = schedule(3000, 0.2, [(2500, True, 0.99), (2200, True, 0.99), (2900, True, 0.99)])
+    table = schedule_table([short, long])
+    assert len(table) == 2 and table["selected"].sum() == 1 and table["chosen"].sum() == 1
+    assert table.loc[table["selected"], ["max_steps", "decay_fraction"]].values.tolist() == [[3000, 0.2]]
+    every_seed = schedule(2400, 0.5, [(2000, True, 0.99), (1900, True, 0.99), (2350, True, 0.99)])
+    table = schedule_table([every_seed, long])
+    assert table.loc[table["selected"], ["max_steps", "decay_fraction"]].values.tolist() == [[2400, 0.5]]
+    assert sorted(variant_names(table)) == ["2400 steps, decay 0.5", "3000 steps, decay 0.2"]
+
+
+def test_a_schedule_sweeps_point_sets_the_pairs_budget_and_decay_besides_its_learning_rate():
+    table = schedule_table(
+        [
+            schedule(2400, 0.5, [(2000, True, 0.99), (1900, True, 0.99), (2350, True, 0.99)]),
+            schedule(3000, 0.5, [(2100, True, 0.99), (2200, True, 0.99), (2400, True, 0.99)]),
+        ]
+    )
+    settings = selected_settings(table, {})
+    assert settings["training"] == {
+        "overrides": {"gru/parity": {"lr": 0.001, "batch_size": 32, "decay_fraction": 0.5}},
+        "pair_budgets": {"gru/parity": 2400},
+    }
+    assert (
+        "pair_budgets"
+        not in selected_settings(sweep_table(runs({(0.001, 32): [(300, True, 0.99)]})), {})["training"]
+    )
+
+
+def test_a_schedule_that_leaves_a_seed_short_of_the_criterion_replaces_no_budget():
+    table = schedule_table(
+        [schedule(3000, 0.5, [(2800, True, 0.99), (2600, True, 0.99), (3000, False, 0.981)])]
+    )
+    assert table["selected"].all()
+    settings = selected_settings(table, {})
+    assert settings["training"] == {"overrides": {"gru/parity": {"lr": 0.001, "batch_size": 32}}}

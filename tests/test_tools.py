@@ -122,3 +122,43 @@ def test_selected_points_prints_the_selected_points_as_config_yaml(tmp_path):
         "training": {"overrides": {"transformer/parity": {"lr": 0.0003, "batch_size": 64}}},
         "model": {"options": {"transformer/parity": {"rotary_pct": 1.0, "start_token": True}}},
     }
+
+
+def test_schedule_sweep_joins_sweeps_with_each_configs_decay_and_selects_across_them(tmp_path):
+    """Two sweeps of Mamba-2 on parity under the study's config, one with a decay fraction
+    of 0.5 for the pair: every seed of the 2400-step sweep reached the criterion sooner."""
+    import yaml
+
+    from statelayers.settings import train_settings
+
+    base = yaml.safe_load((REPO / "config" / "config.yaml").read_text())
+    for name, max_steps, decay, steps in [("short", 2400, 0.5, 2100.0), ("long", 3000, None, 2600.0)]:
+        config = yaml.safe_load(yaml.safe_dump(base))
+        if decay is not None:
+            config["training"]["overrides"]["mamba2/parity"] = {"decay_fraction": decay}
+        (tmp_path / name / "config").mkdir(parents=True)
+        (tmp_path / name / "config" / "config.yaml").write_text(yaml.safe_dump(config))
+        (tmp_path / name / "results" / "tables").mkdir(parents=True)
+        row = {"arch": "mamba2", "task": "parity", "block": "default", "start_token": False, "lr": 0.001}
+        row |= {"batch_size": 32, "seeds": 3, "reached": 3, "steps": steps, "sequences": 32 * steps}
+        row |= {"validation_token_accuracy": 0.99, "max_steps": max_steps, "target_accuracy": 0.99}
+        pd.DataFrame([row | {"selected": True, "chosen": True}]).to_csv(
+            tmp_path / name / "results" / "tables" / "sweep.csv", index=False
+        )
+    out = tmp_path / "schedule.csv"
+    subprocess.run(
+        [
+            sys.executable,
+            str(REPO / "tools" / "schedule_sweep.py"),
+            str(out),
+            str(tmp_path / "short"),
+            str(tmp_path / "long"),
+        ],
+        check=True,
+    )
+    table = pd.read_csv(out)
+    assert table["decay_fraction"].tolist() == [
+        0.5,
+        train_settings(base, "mamba2", "parity")["decay_fraction"],
+    ]
+    assert table["selected"].tolist() == [True, False]

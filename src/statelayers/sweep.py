@@ -26,6 +26,12 @@ reached (seeds that reached the criterion), steps (mean), sequences (mean steps 
 batch size), validation_token_accuracy (mean of the final checks), max_steps,
 target_accuracy, selected (best for the architecture and task), chosen (best for the
 architecture over its tasks).
+
+A *schedule sweep* compares step budgets and learning-rate schedules, which one sweep
+holds fixed: the same grid swept once per schedule, each in its own directory and
+config, joined by :func:`schedule_table` with a ``decay_fraction`` column and selected
+across schedules in the same order. Its selected points also set the pair's
+``training.pair_budgets`` and ``decay_fraction`` (:func:`selected_settings`).
 """
 
 from __future__ import annotations
@@ -39,6 +45,9 @@ from statelayers.models.registry import base_arch
 SETTING = ["block", "start_token", "lr", "batch_size"]
 """What the sweep chooses for a pair: the grid point's coordinates."""
 POINT = ["arch", "task", *SETTING]
+SCHEDULE = ["max_steps", "decay_fraction"]
+"""What a schedule sweep chooses besides: the step budget (the schedule spans it) and the
+fraction of it over which the learning rate decays (:mod:`statelayers.training`)."""
 
 
 def sweep_table(runs: pd.DataFrame) -> pd.DataFrame:
@@ -58,14 +67,29 @@ def sweep_table(runs: pd.DataFrame) -> pd.DataFrame:
         )
         .astype({"reached": int})
     )
-    table["selected"] = table.index.isin(best_points(table, ["arch", "task"]).index)
-    pooled = table.groupby(["arch", *SETTING], as_index=False).agg(
+    return with_best_marked(table, SETTING)
+
+
+def schedule_table(sweeps: list[pd.DataFrame]) -> pd.DataFrame:
+    """Sweep tables of one grid under different schedules (each with its runs'
+    ``decay_fraction``) as one table, the ``selected`` and ``chosen`` points marked across
+    schedules: most seeds at the criterion, then the fewest sequences, so a shorter budget
+    wins only where it gets as many seeds there."""
+    joined = pd.concat(sweeps, ignore_index=True).drop(columns=["selected", "chosen"])
+    return with_best_marked(joined, [*SETTING, *SCHEDULE])
+
+
+def with_best_marked(table: pd.DataFrame, setting: list[str]) -> pd.DataFrame:
+    """``table`` with the ``selected`` point per (architecture, task) and the ``chosen``
+    ``setting`` per architecture, its tasks pooled (the module's order, :func:`best_points`)."""
+    table = table.assign(selected=table.index.isin(best_points(table, ["arch", "task"]).index))
+    pooled = table.groupby(["arch", *setting], as_index=False).agg(
         reached=("reached", "sum"),
         sequences=("sequences", "mean"),
         validation_token_accuracy=("validation_token_accuracy", "mean"),
     )
-    chosen = best_points(pooled, ["arch"])[["arch", *SETTING]].assign(chosen=True)
-    table["chosen"] = table[["arch", *SETTING]].merge(chosen, how="left")["chosen"].eq(True).to_numpy()
+    chosen = best_points(pooled, ["arch"])[["arch", *setting]].assign(chosen=True)
+    table["chosen"] = table[["arch", *setting]].merge(chosen, how="left")["chosen"].eq(True).to_numpy()
     return table
 
 
@@ -84,6 +108,7 @@ def best_points(points: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         "batch_size",
         "block",
         "start_token",
+        *[column for column in SCHEDULE if column in points],
     ]
     return ranked.sort_values(order).groupby(keys).head(1).drop(columns=["_fewer_reached", "_lower_accuracy"])
 
@@ -102,6 +127,9 @@ def variant_names(table: pd.DataFrame) -> pd.Series:
         parts.append(table["start_token"].map({True: "start token", False: "no start token"}))
     if table["batch_size"].nunique() > 1:
         parts.append("batch " + table["batch_size"].astype(str))
+    if "decay_fraction" in table:  # a schedule sweep: its budgets and decays
+        parts.append(table["max_steps"].astype(int).astype(str) + " steps")
+        parts.append("decay " + table["decay_fraction"].map("{:g}".format))
     if not parts:
         return pd.Series("", index=table.index)
     names = parts[0]
@@ -115,14 +143,23 @@ def selected_settings(table: pd.DataFrame, blocks: Mapping[str, Mapping[str, dic
     config sections: ``training.overrides`` (lr, batch_size) and ``model.options`` (the
     block's options, and ``start_token: true`` where chosen) under ``arch/task`` keys.
     ``blocks`` is ``sweep.blocks``. A default block without a start token adds no model
-    option, so a pair built as before keeps its parameters and reruns nothing."""
+    option, so a pair built as before keeps its parameters and reruns nothing. A schedule
+    sweep's point (:func:`schedule_table`) where every seed reached the criterion adds its
+    ``decay_fraction`` to the overrides and its ``max_steps`` as ``training.pair_budgets``;
+    a schedule that left a seed short of it replaces no budget."""
     overrides: dict[str, dict] = {}
     options: dict[str, dict] = {}
+    budgets: dict[str, int] = {}
     for row in table[table["selected"]].sort_values(["arch", "task"]).itertuples():
-        overrides[f"{row.arch}/{row.task}"] = {"lr": float(row.lr), "batch_size": int(row.batch_size)}
+        pair = f"{row.arch}/{row.task}"
+        overrides[pair] = {"lr": float(row.lr), "batch_size": int(row.batch_size)}
+        if "decay_fraction" in table and row.reached == row.seeds:
+            overrides[pair]["decay_fraction"] = float(row.decay_fraction)
+            budgets[pair] = int(row.max_steps)
         block = dict(blocks.get(base_arch(row.arch), {}).get(row.block, {}))
         if row.start_token:
             block["start_token"] = True
         if block:
             options[f"{base_arch(row.arch)}/{row.task}"] = block
-    return {"training": {"overrides": overrides}, "model": {"options": options}}
+    training = {"overrides": overrides} | ({"pair_budgets": budgets} if budgets else {})
+    return {"training": training, "model": {"options": options}}

@@ -377,8 +377,9 @@ def override_notes(overrides: list[dict], config_name: str) -> list[str]:
                 f"{int(row['reached'])} of {int(row['seeds'])} seed(s) reaching the criterion"
             )
         if entry["selected_by"]:
+            verb = "selects" if len(entry["selected_by"]) == 1 else "select"
             line += (
-                "; " + " and ".join(f"`{other}`" for other in entry["selected_by"]) + " selects that point"
+                "; " + " and ".join(f"`{other}`" for other in entry["selected_by"]) + f" {verb} that point"
             )
         lines.append(line + ".")
     return lines
@@ -386,6 +387,16 @@ def override_notes(overrides: list[dict], config_name: str) -> list[str]:
 
 def _sweep_lines(name: str, sweep: pd.DataFrame, overrides: list[dict], config_name: str) -> list[str]:
     overridden = {(entry["arch"], entry["task"]) for entry in overrides}
+    schedule = (
+        [
+            "A schedule sweep: each column a step budget and the fraction of it over which the learning",
+            "rate decays; a selected schedule sets the pair's budget only where every seed reached the",
+            "criterion (a check mark), and the learnability rule's budget stands elsewhere.",
+            "",
+        ]
+        if "decay_fraction" in sweep
+        else []
+    )
     return [
         f"### `{name}`",
         "",
@@ -393,6 +404,7 @@ def _sweep_lines(name: str, sweep: pd.DataFrame, overrides: list[dict], config_n
         f"{int(sweep['seeds'].max())} seed(s) per point. Each pair's selected point is bold; {DAGGER} marks a",
         f"selected point that `{config_name}` does not train.",
         "",
+        *schedule,
         sweep_markdown(sweep, overridden),
         "",
         *[line for note in override_notes(overrides, config_name) for line in (note, "")],
