@@ -20,8 +20,8 @@ SCHEDULE_SWEEPS = [
     for path in sorted((REPO / "benchmarks").glob("sweep*.csv"))
     if "decay_fraction" in pd.read_csv(path, nrows=0)
 ]
-"""Committed schedule sweeps (statelayers.sweep.schedule_table): their selected budgets and
-schedules replace the rule's for their pairs."""
+"""Committed schedule sweeps (statelayers.sweep.schedule_table): a selected budget and
+schedule that got every seed to the criterion replaces the rule's for its pair."""
 
 
 def history(accuracies, every=50):

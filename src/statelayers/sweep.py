@@ -30,8 +30,9 @@ architecture over its tasks).
 A *schedule sweep* compares step budgets and learning-rate schedules, which one sweep
 holds fixed: the same grid swept once per schedule, each in its own directory and
 config, joined by :func:`schedule_table` with a ``decay_fraction`` column and selected
-across schedules in the same order. Its selected points also set the pair's
-``training.pair_budgets`` and ``decay_fraction`` (:func:`selected_settings`).
+across schedules in the same order. A selected point that got every seed to the
+criterion also sets the pair's ``training.pair_budgets`` and ``decay_fraction``
+(:func:`selected_settings`).
 """
 
 from __future__ import annotations
