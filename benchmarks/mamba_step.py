@@ -18,7 +18,8 @@ convolution; transformers' chunked scan for Mamba-2); both with transformers' Py
 code (``reference``); and Mamba with its scan replaced by the
 scan-free part (``D u`` gated by ``silu(z)``), a floor for any scan inside
 transformers' mixer (projections, Conv1D, activations), and Mamba-2 likewise with its SSD
-replaced by the skip ``D x`` (the mixer's projections, Conv1D and gated norm remain). Rounds are interleaved and the
+replaced by the skip ``D x`` (the mixer's projections, Conv1D and gated norm remain), with
+its family's options and with parity's. Rounds are interleaved and the
 fastest of each row kept; the reference rows run once (10-300 x slower, their noise
 does not matter). ``--csv`` writes ``model, threads, ms_per_step, ratio_to_lstm``.
 
@@ -74,6 +75,7 @@ ROWS = {
     "mamba2, PyTorch path (before the kernels)": ("mamba2", "pytorch"),
     "mamba, scan-free floor": ("mamba", "scan-free"),
     "mamba2, scan-free floor": ("mamba2", "scan-free"),
+    "mamba2, parity's options, scan-free floor": ("mamba2", "scan-free-parity"),
     "mamba, transformers' fallback": ("mamba", "reference"),
     "mamba2, transformers' fallback": ("mamba2", "reference"),
 }
@@ -94,10 +96,12 @@ def scan_free_chunks(x, dt, A, B, C, chunk_size, D=None, **_):
 def make_step(arch: str, scan: str, batch: int | None = None, length: int = 40):
     """One training step of the workflow's ``arch`` as a closure; ``scan`` is ``fast``,
     ``ssd-steps`` (``fast`` with Mamba-2's step-by-step SSD kernel at every length),
-    ``pytorch`` (``fast`` as if numba were missing), ``reference``, ``scan-free`` or
-    ``fast-parity`` (``fast`` with the family's options on parity); ``batch`` defaults to the study's."""
+    ``pytorch`` (``fast`` as if numba were missing), ``reference``, ``scan-free``, or
+    ``fast-parity`` and ``scan-free-parity`` (those two with the family's options on parity);
+    ``batch`` defaults to the study's."""
     model_config = yaml.safe_load(CONFIG.read_text())["model"]
-    options = resolve(model_config["options"], arch, "parity" if scan == "fast-parity" else "")
+    on_parity = scan.endswith("-parity")
+    options = resolve(model_config["options"], arch, "parity" if on_parity else "")
     torch.manual_seed(0)
     spec = matched_spec(
         arch,
@@ -111,7 +115,7 @@ def make_step(arch: str, scan: str, batch: int | None = None, length: int = 40):
     model = build_model(
         spec, {"backend": "torch", "scan": "reference" if scan == "reference" else "fast"}
     ).train()
-    if scan == "scan-free":  # after build_model, which points the scans at the backend's
+    if scan.startswith("scan-free"):  # after build_model, which points the scans at the backend's
         modeling_mamba.mamba_selective_scan = scan_free
         modeling_mamba2.mamba2_chunk_scan = scan_free_chunks
     training = yaml.safe_load(CONFIG.read_text())["training"]  # TrainConfig has no defaults
