@@ -257,15 +257,16 @@ def test_a_start_token_among_the_options_goes_to_the_spec_not_to_the_backbone():
     assert not matched_spec("gru", "s3", None, 16, 2, {}, target_params=1000).start_token
 
 
-def test_mamba_time_step_range_sets_every_channels_initial_step_size():
-    """Mamba's ``time_step_min``/``time_step_max`` reach transformers' initialisation: every
-    channel's initial dt = softplus(dt_proj.bias) lies in the range (the sweep's A-range knob)."""
+@pytest.mark.parametrize("arch", ["mamba", "mamba2"])
+def test_the_time_step_range_sets_every_channels_initial_step_size(arch):
+    """``time_step_min``/``time_step_max`` reach transformers' initialisation: every initial
+    dt (softplus of Mamba's ``dt_proj.bias``, of Mamba-2's per-head ``dt_bias``) lies in the
+    range (the sweeps' dt knob)."""
     for low, high in [(0.001, 0.1), (0.01, 0.1), (0.001, 0.01)]:
-        options = {**TINY["mamba"], "time_step_min": low, "time_step_max": high}
-        model = build_model(ModelSpec("mamba", 6, 6, d_model=16, n_layers=2, options=options))
-        steps = torch.cat(
-            [torch.nn.functional.softplus(m.dt_proj.bias) for m in model.modules() if hasattr(m, "dt_proj")]
-        )
+        options = {**TINY[arch], "time_step_min": low, "time_step_max": high}
+        model = build_model(ModelSpec(arch, 6, 6, d_model=16, n_layers=2, options=options))
+        biases = [m.dt_proj.bias if arch == "mamba" else m.dt_bias for m in model.modules() if hasattr(m, "A_log")]
+        steps = torch.nn.functional.softplus(torch.cat(biases))
         assert steps.numel() > 0
         assert (steps >= low * (1 - 1e-4)).all() and (steps <= high * (1 + 1e-4)).all()
         assert steps.max() / steps.min() > 0.5 * high / low  # drawn across the range, not one value
