@@ -265,7 +265,9 @@ def test_the_time_step_range_sets_every_channels_initial_step_size(arch):
     for low, high in [(0.001, 0.1), (0.01, 0.1), (0.001, 0.01)]:
         options = {**TINY[arch], "time_step_min": low, "time_step_max": high}
         model = build_model(ModelSpec(arch, 6, 6, d_model=16, n_layers=2, options=options))
-        biases = [m.dt_proj.bias if arch == "mamba" else m.dt_bias for m in model.modules() if hasattr(m, "A_log")]
+        biases = [
+            m.dt_proj.bias if arch == "mamba" else m.dt_bias for m in model.modules() if hasattr(m, "A_log")
+        ]
         steps = torch.nn.functional.softplus(torch.cat(biases))
         assert steps.numel() > 0
         assert (steps >= low * (1 - 1e-4)).all() and (steps <= high * (1 + 1e-4)).all()
