@@ -23,8 +23,9 @@ $(VENV)/.installed: pyproject.toml
 run: env
 	$(BIN)/snakemake --cores $(CORES) --resources gpu=1
 
-# pytest's addopts (pyproject.toml) run two workers, each test file on one of them (so module
-# fixtures, such as the finished tiny study of test_workflow.py, are built once).
+# pytest's addopts (pyproject.toml) run two workers, each test file whole on one of them (so
+# module fixtures, such as the finished tiny study of test_workflow.py, are built once), the
+# end-to-end workflow files first (tests/conftest.py).
 test: env
 	$(BIN)/python -m pytest -q
 

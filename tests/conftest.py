@@ -5,6 +5,14 @@ import pytest
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 
+def pytest_collection_modifyitems(items):
+    """End-to-end workflow tests first. pyproject's ``--dist loadfile --no-loadscope-reorder``
+    sends each file whole to the next free worker in collection order, so the files that run
+    Snakemake (minutes each; test_workflow.py's shared study the longest) start at once and
+    the short unit-test files fill in behind them on whichever worker is free."""
+    items.sort(key=lambda item: item.get_closest_marker("workflow") is None)
+
+
 @pytest.fixture(autouse=True)
 def _few_threads():
     import torch

@@ -32,7 +32,7 @@ def overlaid(*overlays: str) -> dict:
 def test_a_bad_config_is_refused_by_the_workflows_checks_with_a_message_naming_it(path, value, message):
     """The two checks workflow/rules/common.smk runs before any job: the schema (with its
     defaults filled in, as Snakemake's ``validate`` does), then :func:`settings.check_config`.
-    tests/test_workflow.py shows end to end that Snakemake stops on them."""
+    tests/test_workflow_variants.py shows end to end that Snakemake stops on them."""
     from snakemake.exceptions import WorkflowError
     from snakemake.utils import validate
 

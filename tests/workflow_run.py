@@ -59,3 +59,8 @@ def overlay(workdir: Path, name: str, values: dict) -> Path:
     path = workdir / name
     path.write_text(yaml.safe_dump(values))
     return path
+
+
+def small_study(root: Path, name: str, **changes) -> Path:
+    """An overlay on config/test.yaml: one task, GRU and Mamba only, plus ``changes``."""
+    return overlay(root, name, {"architectures": ["gru", "mamba"], "tasks": ["dyck"], **changes})
