@@ -8,10 +8,12 @@ import torch
 from statelayers.models.backends import use_backend
 from statelayers.models.mamba_scan import (
     REFERENCE_CHUNK_SCAN,
+    REFERENCE_GATED_NORM,
     QUADRATIC_MAX_LENGTH,
     REFERENCE_SCAN,
     SelectiveScan,
     chunk_scan,
+    gated_norm_forward,
     selective_scan,
     torch_selective_scan,
 )
@@ -96,11 +98,14 @@ def test_models_are_unchanged_by_the_fast_kernels(arch, options, mode):
 
 def test_the_switch_really_switches():
     from transformers.models.mamba import modeling_mamba
+    from transformers.models.mamba2.modeling_mamba2 import Mamba2RMSNormGated
 
     use_backend("torch", scan="reference")
     assert modeling_mamba.mamba_selective_scan is REFERENCE_SCAN
+    assert Mamba2RMSNormGated.forward is REFERENCE_GATED_NORM
     use_backend("torch", scan="fast")
     assert modeling_mamba.mamba_selective_scan is selective_scan
+    assert Mamba2RMSNormGated.forward is gated_norm_forward
     with pytest.raises(ValueError):
         use_backend("torch", scan="cuda-ish")
 

@@ -11,9 +11,10 @@ checkpoint runs under both.
 
 ``auto`` means ``cuda`` when the model runs on a CUDA device and both packages import,
 else ``torch``. Under ``torch``, ``scan="fast"`` runs Mamba-1's selective scan and
-Mamba-2's SSD scan from :mod:`statelayers.models.mamba_scan` and both mixers' causal
-convolution from :mod:`statelayers.models.causal_conv` (compiled kernels on CPU, PyTorch on
-other devices); ``scan="reference"`` runs transformers' own PyTorch code.
+Mamba-2's SSD scan and gated RMSNorm (``Mamba2RMSNormGated.forward``) from
+:mod:`statelayers.models.mamba_scan` and both mixers' causal convolution from
+:mod:`statelayers.models.causal_conv` (compiled kernels on CPU, PyTorch on other devices);
+``scan="reference"`` and the ``cuda`` backend run transformers' own PyTorch code there.
 
 The kernels read ``conv1d.weight`` directly and never call the Conv1D module, which is
 why the Conv1D ablation sets weights (:func:`statelayers.models.tagger.make_conv_identity`)
@@ -161,11 +162,21 @@ def use_backend(backend: str, device: torch.device | str = "cpu", scan: str = "f
     process (under ``torch``: this package's scan and convolution, or transformers', as
     ``scan`` says); return the backend in use."""
     from statelayers.models.causal_conv import causal_conv1d
-    from statelayers.models.mamba_scan import REFERENCE_CHUNK_SCAN, REFERENCE_SCAN, chunk_scan, selective_scan
+    from statelayers.models.mamba_scan import (
+        REFERENCE_CHUNK_SCAN,
+        REFERENCE_GATED_NORM,
+        REFERENCE_SCAN,
+        chunk_scan,
+        gated_norm_forward,
+        selective_scan,
+    )
 
     if scan not in ("fast", "reference"):
         raise ValueError(f"unknown Mamba scan {scan!r}; expected 'fast' or 'reference'")
     resolved = resolve_backend(backend, device)
+    mamba2 = importlib.import_module("transformers.models.mamba2.modeling_mamba2")
+    fast = resolved == "torch" and scan == "fast"
+    mamba2.Mamba2RMSNormGated.forward = gated_norm_forward if fast else REFERENCE_GATED_NORM
     for (module_name, name), function in _RESOLVED.items():
         if resolved == "torch":
             function = inspect.unwrap(function)
@@ -175,7 +186,6 @@ def use_backend(backend: str, device: torch.device | str = "cpu", scan: str = "f
     if resolved == "torch":
         mamba = importlib.import_module("transformers.models.mamba.modeling_mamba")
         mamba.mamba_selective_scan = selective_scan if scan == "fast" else REFERENCE_SCAN
-        mamba2 = importlib.import_module("transformers.models.mamba2.modeling_mamba2")
         mamba2.mamba2_chunk_scan = chunk_scan if scan == "fast" else REFERENCE_CHUNK_SCAN
         if scan == "fast":
             for module_name in KERNEL_FUNCTIONS:

@@ -56,6 +56,8 @@ REFERENCE_SCAN = inspect.unwrap(modeling_mamba.mamba_selective_scan)
 """transformers' PyTorch loop (never a CUDA kernel), the reference the tests compare with."""
 REFERENCE_CHUNK_SCAN = inspect.unwrap(modeling_mamba2.mamba2_chunk_scan)
 """transformers' chunked PyTorch SSD for Mamba-2, likewise."""
+REFERENCE_GATED_NORM = modeling_mamba2.Mamba2RMSNormGated.forward
+"""transformers' PyTorch gated RMSNorm of the Mamba-2 mixer (``Mamba2RMSNormGated.forward``)."""
 
 QUADRATIC_MAX_LENGTH = 64
 """The longest sequence Mamba-2 runs in SSD's quadratic form; its terms outgrow the step-by-step kernel beyond."""
@@ -208,3 +210,17 @@ def chunk_scan(
             x, dt, A, B, C, chunk_size, D=D, dt_bias=dt_bias, dt_softplus=dt_softplus, dt_limit=dt_limit,
             return_final_states=return_final_states,
         )  # fmt: skip
+
+
+def gated_norm_forward(
+    self: modeling_mamba2.Mamba2RMSNormGated, hidden_states: torch.Tensor, gate: torch.Tensor | None = None
+) -> torch.Tensor:
+    """``Mamba2RMSNormGated.forward`` under the ``fast`` path: on CPU, for the float32
+    output of the SSD and a gate, :func:`statelayers.models.kernels.gated_norm.gated_rms_norm`
+    (one compiled pass per row each way instead of about ten tensor operations forward and
+    twenty backward); otherwise transformers' own."""
+    if gate is None or hidden_states.dtype != torch.float32 or not runs_cpu_kernels(hidden_states):
+        return REFERENCE_GATED_NORM(self, hidden_states, gate)
+    from statelayers.models.kernels.gated_norm import gated_rms_norm
+
+    return gated_rms_norm(hidden_states, gate.float(), self.weight, self.variance_epsilon, self.group_size)
