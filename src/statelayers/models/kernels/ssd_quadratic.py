@@ -25,10 +25,11 @@ The decays ``M``, and ``M \\circ (C B^\\top)`` with them, are one numba pass per
 and head (:class:`DecayedScores`), forward and backward. In PyTorch operations the decays
 alone take a float64 ``(batch, heads, L, L)`` tensor of differences and four passes over
 it, a quarter of a training step at 32 heads. Each exponent
-``\\sum_{s<r\\le t} \\Delta_r A_h`` is summed in float64 from its own start, so its
-rounding does not grow with a running total (in float32, differences of a cumulative sum
-are off by ``10^{-4}`` once it reaches ``-2000``). Entries above the diagonal are ``0``
-and take no gradient, so nothing can overflow.
+``\\sum_{s<r\\le t} \\Delta_r A_h`` is a difference of float64 prefix sums, off by about
+``10^{-16}`` of the running total, far below float32's resolution (in float32,
+differences of a cumulative sum are off by ``10^{-4}`` once it reaches ``-2000``), and is
+rounded once to float32. Entries above the diagonal are ``0`` and take no gradient, so
+nothing can overflow.
 """
 
 from __future__ import annotations
@@ -49,27 +50,47 @@ float32's resolution, and results in float32's subnormal range (below ``e^{-87.3
 many times slower in every operation that touches them."""
 
 
+@njit(inline="always", fastmath=FASTMATH)
+def _scores_row(prefix, t, underflow, scores_t, decay_t, weights_t):
+    """Row ``t`` of the decays and the weights from the float64 prefix sums of ``a``."""
+    end = prefix[t]
+    for s in range(t + 1):
+        exponent = decay_t.dtype.type(end - prefix[s])  # sum(a[s+1 : t+1]), rounded once
+        decay_t[s] = exp(exponent) if exponent >= underflow else 0
+        weights_t[s] = decay_t[s] * scores_t[s]
+    for s in range(t + 1, decay_t.shape[0]):
+        decay_t[s] = 0
+        weights_t[s] = 0
+
+
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
 def _decayed_scores_forward(a, scores, underflow, decay, weights):
     batch, heads, length = a.shape
     per_group = heads // scores.shape[1]
     for b in prange(batch):
+        prefix = np.empty(length)  # float64
         for h in range(heads):
-            a_h, m_h, w_h, s_h = a[b, h], decay[b, h], weights[b, h], scores[b, h // per_group]
+            a_h, scores_h = a[b, h], scores[b, h // per_group]
+            total = 0.0
             for t in range(length):
-                m_t, w_t, s_t = m_h[t], w_h[t], s_h[t]
-                exponent = 0.0  # float64, summed from each segment's own end: no running total
-                m_t[t] = exponent
-                for s in range(t - 1, -1, -1):
-                    exponent += a_h[s + 1]
-                    m_t[s] = exponent  # rounded once to the output's dtype
-                for s in range(t + 1):  # a loop the vectoriser takes, exp included
-                    value = m_t[s]
-                    m_t[s] = exp(value) if value >= underflow else 0.0
-                    w_t[s] = m_t[s] * s_t[s]
-                for s in range(t + 1, length):
-                    m_t[s] = 0.0
-                    w_t[s] = 0.0
+                total += a_h[t]
+                prefix[t] = total
+            for t in range(length):
+                _scores_row(prefix, t, underflow, scores_h[t], decay[b, h, t], weights[b, h, t])
+
+
+@njit(inline="always", fastmath=FASTMATH)
+def _gradient_row(grad_t, decay_t, scores_t, grad_scores_t, below, t):
+    """Row ``t``'s share of the gradients: ``grad_scores_t`` and ``below`` added to (``below[s]``
+    sums ``G[t', s]`` over the rows ``t' >= t`` done so far, in float64); returns ``\\partial a_t``."""
+    for s in range(t + 1):
+        product = grad_t[s] * decay_t[s]
+        grad_scores_t[s] += product
+        below[s] += product * scores_t[s]
+    total = 0.0
+    for s in range(t):
+        total += below[s]
+    return total
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
@@ -78,36 +99,32 @@ def _decayed_scores_backward(grad_weights, decay, scores, grad_a, grad_scores):
     per_group = heads // scores.shape[1]
     for b in prange(batch):
         grad_scores[b] = 0.0
+        below = np.empty(length)  # float64
         for h in range(heads):
-            g_h, m_h, s_h, gs_h = (
-                grad_weights[b, h],
-                decay[b, h],
+            g, scores_h, grad_scores_h = (
+                h // per_group,
                 scores[b, h // per_group],
                 grad_scores[b, h // per_group],
             )
-            below = np.zeros(length)  # below[r] = sum over t' >= t, s < r of G[t', s]
+            below[:] = 0.0
             for t in range(length - 1, -1, -1):
-                g_t, m_t, s_t, gs_t, prefix = g_h[t], m_h[t], s_h[t], gs_h[t], 0.0
-                for s in range(t + 1):
-                    gs_t[s] += g_t[s] * m_t[s]
-                for r in range(1, t + 1):
-                    prefix += g_t[r - 1] * m_t[r - 1] * s_t[r - 1]
-                    below[r] += prefix
-                grad_a[b, h, t] = below[t]
+                grad_a[b, h, t] = _gradient_row(
+                    grad_weights[b, h, t], decay[b, h, t], scores_h[t], grad_scores_h[t], below, t
+                )
 
 
 class DecayedScores(torch.autograd.Function):
     """``weights[b, h, t, s] = M[b, h, t, s] * scores[b, g(h), t, s]`` with the decays
     ``M[..., t, s] = exp(sum(a[..., s+1 : t+1]))`` for ``s <= t`` and ``0`` above the diagonal.
 
-    One compiled pass per sequence and head: each exponent is summed in float64 from its
-    own start (no difference of running totals, whose rounding would grow with the sum),
-    rounded once to ``a``'s dtype and exponentiated; an exponent below :data:`UNDERFLOW`
-    gives ``0``. The backward pass, with ``\\dot W`` the incoming gradient:
+    One compiled pass per sequence and head: each exponent is a difference of float64
+    prefix sums of ``a``, rounded once to ``a``'s dtype and exponentiated; an exponent
+    below :data:`UNDERFLOW` gives ``0``. The backward pass, with ``\\dot W`` the incoming gradient:
     ``\\partial\\,\\mathrm{scores}_{g} = \\sum_{h \\in g} \\dot W_h \\odot M_h``, and with
     ``G = \\dot W \\odot W`` (zero above the diagonal and where ``M`` underflowed)
     ``\\partial a_r = \\sum_{t \\ge r} \\sum_{s < r} G_{ts}``, the pairs whose segment holds
-    ``r``, as row prefix sums accumulated in float64.
+    ``r``: the rows are taken from the last, each added to float64 column sums over the
+    rows ``t \\ge r`` so far, whose entries ``s < r`` sum to ``\\partial a_r``.
     """
 
     @staticmethod
