@@ -25,7 +25,7 @@ does not matter). ``--csv`` writes ``model, threads, ms_per_step, ratio_to_lstm`
 
 Each thread count runs in its own child process started with a Snakemake job's thread
 settings (:data:`THREAD_VARIABLES`), so a one-thread row uses one core, as a one-thread
-job does.
+job does, and with a job's allocator setting (:func:`statelayers.runtime.keep_freed_memory`).
 
 ``--compile`` times ``python -m statelayers.models.kernels`` (a process that imports torch and
 numba and runs each kernel forward and backward once) with an empty numba cache, then
@@ -58,6 +58,7 @@ import yaml
 from transformers.models.mamba import modeling_mamba
 from transformers.models.mamba2 import modeling_mamba2
 
+from statelayers import runtime
 from statelayers.models import causal_conv, mamba_scan
 from statelayers.models.kernels import ssd, ssd_quadratic
 from statelayers.models.tagger import build_model, matched_spec
@@ -338,6 +339,7 @@ def main() -> None:
         if table is not None and args.csv:
             table.to_csv(args.csv, index=False, float_format="%.4g")
         return
+    runtime.keep_freed_memory()
     if args.ssd:
         for length in args.ssd:
             for threads in args.threads:

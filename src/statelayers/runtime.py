@@ -1,8 +1,9 @@
-"""Process set-up shared by the workflow's entry scripts: logging, CPU threads, and the
-environment of the CUDA kernels."""
+"""Process set-up shared by the workflow's entry scripts: logging, CPU threads, the
+memory allocator, and the environment of the CUDA kernels."""
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import sys
@@ -45,9 +46,38 @@ def kernel_environment() -> None:
         )
 
 
+HEAP_ALLOCATION_LIMIT = 32 << 20
+"""Bytes up to which glibc's malloc serves an allocation from its heap (its largest
+``M_MMAP_THRESHOLD``); :func:`keep_freed_memory` sets it."""
+
+
+def keep_freed_memory() -> bool:
+    """Let glibc's malloc serve allocations of up to :data:`HEAP_ALLOCATION_LIMIT` from its
+    heap and keep what is freed there, instead of mapping fresh pages for each one and
+    returning them to the system on ``free``; return whether it took (glibc only).
+
+    A training step allocates and frees the same tensors of a few MB every step
+    (activations, gradients, the input projection's output); glibc maps each of those
+    above its threshold (128 KiB at start, raised only as large blocks are freed) afresh,
+    and the first touch of every 4 KiB page is a page fault. One thread, batch 32,
+    length 40: the LSTM's step 26.7 against 28.8 ms, Mamba's 133.6 against 139.5 ms,
+    Mamba-2's on parity 123.7 against 129.8 ms. The process keeps its peak heap
+    (``M_TRIM_THRESHOLD`` 1 GiB) and allocations above the limit are still mapped and
+    returned."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return False
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # glibc's malloc.h
+    return bool(mallopt(M_MMAP_THRESHOLD, HEAP_ALLOCATION_LIMIT)) and bool(mallopt(M_TRIM_THRESHOLD, 1 << 30))
+
+
 def start(log_path: str | None = None, threads: int | None = None) -> logging.Logger:
     """Log to ``log_path`` (Snakemake's per-job log) and stderr, uncaught errors included;
-    pin torch and the numba kernels to ``threads``; set :data:`KERNEL_ENVIRONMENT`.
+    pin torch and the numba kernels to ``threads``; set :data:`KERNEL_ENVIRONMENT`; keep
+    freed memory in the heap (:func:`keep_freed_memory`).
 
     Snakemake exports OMP/MKL thread counts from the rule's ``threads``, but torch's
     intra-op pool is sized at import, so it is set here explicitly. numba sizes its pool
@@ -73,6 +103,7 @@ def start(log_path: str | None = None, threads: int | None = None) -> logging.Lo
 
     sys.excepthook = log_uncaught
     kernel_environment()
+    keep_freed_memory()
     if threads:
         import torch
 
