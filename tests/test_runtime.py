@@ -25,7 +25,9 @@ print(faults() - before)
 
 
 def page_faults(setup: str) -> int:
-    result = subprocess.run([sys.executable, "-c", REFAULTS, setup], capture_output=True, text=True, check=True)
+    result = subprocess.run(
+        [sys.executable, "-c", REFAULTS, setup], capture_output=True, text=True, check=True
+    )
     return int(result.stdout.split()[-1])
 
 
