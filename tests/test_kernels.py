@@ -305,3 +305,25 @@ def test_a_jobs_thread_count_sizes_numbas_pool_before_the_kernels_import_numba()
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_NUM_THREADS"}
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
     assert result.stdout.split() == ["1", "1"]
+
+
+def test_make_envs_compile_step_runs_every_cached_kernel():
+    """``python -m statelayers.models.kernels`` (what ``make env`` runs) calls every kernel that numba
+    caches, so its cache holds them all and no job compiles one. Run in a fresh process, which loads
+    them from the cache this suite already warmed, and list the cached kernels it left uncompiled."""
+    code = """
+import importlib, pkgutil, runpy
+from numba.core.dispatcher import Dispatcher
+import statelayers.models.kernels as package
+runpy.run_module(package.__name__, run_name="__main__")
+for info in pkgutil.iter_modules(package.__path__):
+    module = importlib.import_module(package.__name__ + "." + info.name)
+    for name, value in vars(module).items():
+        if isinstance(value, Dispatcher) and value.__module__ == module.__name__:
+            if type(value._cache).__name__ != "NullCache":
+                print("cached", info.name + "." + name, len(value.signatures))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    kernels = dict(line.split()[1:] for line in result.stdout.splitlines() if line.startswith("cached "))
+    assert {"gated_norm._forward", "ssd_quadratic._decayed_scores_backward"} <= set(kernels), kernels
+    assert [name for name, signatures in kernels.items() if signatures == "0"] == []
