@@ -18,7 +18,7 @@ from numba import njit
 from statelayers.models.kernels.elementwise import FASTMATH, exp, sigmoid, softplus
 from statelayers.models.kernels.selective_scan import selective_scan_fn
 from statelayers.models.kernels.ssd import mamba_chunk_scan_combined
-from statelayers.models.kernels.ssd_quadratic import DecayedScores, decays_to_end
+from statelayers.models.kernels.ssd_quadratic import QuadraticSSD, decays_to_end
 from statelayers.models.kernels.ssd_quadratic import mamba_chunk_scan_combined as quadratic_chunk_scan
 from statelayers.models.mamba_scan import REFERENCE_CHUNK_SCAN, REFERENCE_SCAN
 
@@ -181,23 +181,41 @@ def test_the_quadratic_form_equals_the_step_by_step_kernel_where_decays_are_extr
     assert_same(quadratic, stepwise)
 
 
-def test_decayed_scores_are_accurate_products_of_decays_and_scores_and_zero_above_the_diagonal():
-    """Running sums of exponents reach -2000 here; differences of a float32 cumulative sum
-    would be off by ~1e-4 relative, sums in float64 leave float32's rounding of each
-    exponent (at most 80 x 6e-8 where the result is not 0). Heads 0-1 read group 0's
-    scores, heads 2-3 group 1's; the last row of the decays is :func:`decays_to_end`."""
-    generator = torch.Generator().manual_seed(0)
-    a = -torch.rand(2, 4, 64, generator=generator) * 60
-    scores = torch.randn(2, 2, 64, 64, generator=generator)
-    out = DecayedScores.apply(a, scores).double()
+def quadratic_ssd_inputs(batch=2, length=64, heads=4, head_dim=5, groups=2, dtype=torch.float32, seed=0):
+    """Step sizes and decay rates whose running sums of exponents reach about -2000 within 64 steps."""
+    generator = torch.Generator().manual_seed(seed)
+    return (
+        torch.randn(batch, length, heads, head_dim, generator=generator, dtype=dtype),  # x
+        torch.rand(batch, length, heads, generator=generator, dtype=dtype) * 2,  # dt
+        -torch.rand(heads, generator=generator, dtype=dtype) * 30,  # A
+        torch.randn(batch, groups, length, length, generator=generator, dtype=dtype),  # scores
+        torch.randn(heads, generator=generator, dtype=dtype),  # D
+    )
+
+
+def test_the_fused_quadratic_ssd_equals_its_formula_summed_pair_by_pair_in_float64():
+    """``y_t = D x_t + sum_{s<=t} exp(sum_{s<r<=t} dt_r A) scores_ts dt_s x_s``, the sums of
+    exponents in float64 from each pair's own terms: differences of a float32 cumulative sum
+    would be off by ~1e-4 relative here, float64 prefix sums leave float32's rounding of
+    each exponent (at most 80 x 6e-8 where the decay is not 0). Heads 0-1 read group 0's
+    scores, heads 2-3 group 1's; entries of ``scores`` above the diagonal change nothing;
+    the last row of the decays is :func:`decays_to_end`."""
+    x, dt, A, scores, D = quadratic_ssd_inputs()
+    out = QuadraticSSD.apply(x, dt, A, scores, D).double()
+    a = (dt * A).double().transpose(1, 2)  # (batch, heads, length)
     decay = torch.zeros(2, 4, 64, 64, dtype=torch.float64)
     for t in range(64):
         for s in range(t + 1):
-            decay[..., t, s] = a[..., s + 1 : t + 1].double().sum(-1).exp()
-    expected = decay * scores.double().repeat_interleave(2, dim=1)
-    torch.testing.assert_close(out, expected, rtol=1e-5, atol=2e-35)
-    assert (out.triu(1) == 0).all()
-    torch.testing.assert_close(decays_to_end(a).double(), decay[..., -1, :], rtol=1e-5, atol=2e-35)
+            decay[..., t, s] = a[..., s + 1 : t + 1].sum(-1).exp()
+    weights = decay * scores.double().repeat_interleave(2, dim=1) * dt.double().transpose(1, 2)[:, :, None, :]
+    expected = torch.einsum("bhts,bshp->bthp", weights, x.double()) + D.double()[:, None] * x.double()
+    torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+    assert torch.equal(
+        QuadraticSSD.apply(x, dt, A, scores + torch.ones(64, 64).triu(1) * 1e6, D), out.float()
+    )
+    torch.testing.assert_close(
+        decays_to_end(dt.transpose(1, 2) * A[:, None]).double(), decay[..., -1, :], rtol=1e-5, atol=2e-35
+    )
 
 
 @MAMBA2_SCANS
@@ -211,12 +229,12 @@ def test_gradcheck_of_both_mamba2_scans_in_double_precision(scan, groups):
     assert torch.autograd.gradcheck(lambda *args: scan(dict(zip(names, args))), leaves)
 
 
-def test_gradcheck_of_the_decayed_scores_and_the_decays_to_the_end_in_double_precision():
-    generator = torch.Generator().manual_seed(2)
-    a = (-torch.rand(2, 4, 6, generator=generator, dtype=torch.float64)).requires_grad_()
-    scores = torch.randn(2, 2, 6, 6, generator=generator, dtype=torch.float64).requires_grad_()
-    assert torch.autograd.gradcheck(DecayedScores.apply, (a, scores))
-    assert torch.autograd.gradcheck(decays_to_end, (a,))
+def test_gradcheck_of_the_fused_quadratic_ssd_and_the_decays_to_the_end_in_double_precision():
+    """Decays from ``e^{-0.4}`` to ``e^{-40}`` per step, none below the underflow cut-off within 6 steps."""
+    inputs = quadratic_ssd_inputs(length=6, head_dim=3, dtype=torch.float64, seed=2)
+    x, dt, A, scores, D = (t.requires_grad_() for t in inputs)
+    assert torch.autograd.gradcheck(QuadraticSSD.apply, (x, dt, A, scores, D))
+    assert torch.autograd.gradcheck(decays_to_end, ((dt * A).transpose(1, 2),))
 
 
 @pytest.mark.parametrize(
@@ -325,5 +343,5 @@ for info in pkgutil.iter_modules(package.__path__):
 """
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     kernels = dict(line.split()[1:] for line in result.stdout.splitlines() if line.startswith("cached "))
-    assert {"gated_norm._forward", "ssd_quadratic._decayed_scores_backward"} <= set(kernels), kernels
+    assert {"gated_norm._forward", "ssd_quadratic._backward"} <= set(kernels), kernels
     assert [name for name, signatures in kernels.items() if signatures == "0"] == []

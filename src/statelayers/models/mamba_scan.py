@@ -6,12 +6,11 @@ On CPU tensors :func:`selective_scan` (Mamba-1) runs
 and gate fused into one compiled pass, forward and backward. :func:`chunk_scan` (Mamba-2)
 runs :func:`statelayers.models.kernels.ssd_quadratic.mamba_chunk_scan_combined` on
 sequences of up to :data:`QUADRATIC_MAX_LENGTH` positions (the study's training and
-in-distribution lengths): SSD as one attention-like chunk in batched matrix products,
+in-distribution lengths): SSD as one attention-like chunk, one compiled pass each way,
 faster than the step-by-step kernel in training and without gradients alike (per layer,
 batch 64, 16 heads of 32, ``benchmarks/mamba_step.py --ssd 40 64`` in a one-thread job's
-process: forward and backward 28.3 against 72.7 ms at length 40, 59.2 against 111.6 ms
-at 64; forward alone 8.4 against 13.0 ms and 18.4 against 19.9 ms; at two threads the
-same order). On longer sequences, whose quadratic terms outgrow it, it runs
+process: forward and backward 13.5 against 71.5 ms at length 40, 29.8 against 105.2 ms
+at 64; forward alone 3.9 against 12.7 ms and 9.7 against 18.8 ms). On longer sequences, whose quadratic terms outgrow it, it runs
 :func:`statelayers.models.kernels.ssd.mamba_chunk_scan_combined`, which keeps no states
 under ``torch.no_grad``.
 On other devices

@@ -13,7 +13,7 @@ from statelayers.models.kernels.causal_conv import causal_conv1d_fn
 from statelayers.models.kernels.gated_norm import gated_rms_norm
 from statelayers.models.kernels.selective_scan import selective_scan_fn
 from statelayers.models.kernels.ssd import mamba_chunk_scan_combined
-from statelayers.models.kernels.ssd_quadratic import DecayedScores
+from statelayers.models.kernels.ssd_quadratic import QuadraticSSD
 
 
 def leaf(*shape: int) -> torch.Tensor:
@@ -42,7 +42,7 @@ x, dt, A, B, C, D, bias = (
     leaf(2),
 )
 mamba_chunk_scan_combined(x, dt, A, B, C, 5, D=D, dt_bias=bias, dt_softplus=True).sum().backward()
-DecayedScores.apply(leaf(2, 2, 5), leaf(2, 1, 5, 5)).sum().backward()
+QuadraticSSD.apply(leaf(2, 5, 2, 4), leaf(2, 5, 2), leaf(2), leaf(2, 1, 5, 5), leaf(2)).sum().backward()
 gated_rms_norm(leaf(2, 5, 8), leaf(2, 5, 8), leaf(8), 1e-6, 4).sum().backward()
 for activation in ("silu", None):
     causal_conv1d_fn(leaf(2, 8, 5), leaf(8, 4), leaf(8), activation).sum().backward()

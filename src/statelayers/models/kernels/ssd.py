@@ -20,7 +20,7 @@ result and any length works without padding.
 than :data:`statelayers.models.mamba_scan.QUADRATIC_MAX_LENGTH`, where it keeps no states
 without gradients. On shorter ones (the study's training and in-distribution lengths) it
 runs :mod:`statelayers.models.kernels.ssd_quadratic`, the whole sequence as one SSD chunk
-in batched matrix products, which is faster forward and more so forward and backward: here
+in one compiled pass each way, which is faster forward and more so forward and backward: here
 the backward pass reruns the recurrence keeping an ``(n, p)`` state per step and then
 walks it in reverse, one small state at a time.
 

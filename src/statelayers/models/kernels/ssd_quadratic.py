@@ -1,35 +1,34 @@
 """Mamba-2's state-space recurrence (SSD) over short sequences in its quadratic,
-attention-like form: batched matrix products in PyTorch around one compiled kernel
-(:class:`DecayedScores`, the decays times ``C B^\\top``); autograd gives the backward pass.
+attention-like form, forward and backward in one compiled pass each
+(:class:`QuadraticSSD`); only the scores ``C B^\\top`` are a PyTorch product.
 
 Unrolling the recurrence of :mod:`statelayers.models.kernels.ssd`,
 ``S_t = e^{\\Delta_t A_h} S_{t-1} + \\Delta_t B_t x_t^\\top`` from ``S_{-1} = 0``, gives
 for each sequence and head ``h`` (of group ``g(h)``)
 
 .. math::
-    y = \\big(M \\circ (C B^\\top)\\big)(\\Delta \\odot x) + D_h x,\\qquad
-    M_{ts} = \\begin{cases} \\exp\\big(\\sum_{s<r\\le t} \\Delta_r A_h\\big) & s \\le t\\\\
-    0 & s > t,\\end{cases}\\qquad
+    y_t = D_h x_t + \\sum_{s \\le t} W_{ts}\\, x_s,\\qquad
+    W_{ts} = M_{ts}\\, (C B^\\top)_{ts}\\, \\Delta_s,\\qquad
+    M_{ts} = \\exp\\big(\\textstyle\\sum_{s<r\\le t} \\Delta_r A_h\\big),\\qquad
     S_{L-1} = \\textstyle\\sum_s M_{L-1,s}\\, \\Delta_s\\, x_s B_s^\\top,
 
 with ``\\Delta = \\mathrm{clamp}(\\mathrm{softplus}(\\delta + b_h), \\Delta_{lo}, \\Delta_{hi})``.
-That is SSD with the whole sequence as one chunk. For the study's sequences
-(length 40, state 64, head size 32) it is a few small batched matrix products, which
-run at BLAS speed forward and backward, where the step-by-step kernel touches an
-``(n, p)`` state per step and keeps every state for its backward pass. Its cost grows
-with the square of the length, so :func:`statelayers.models.mamba_scan.chunk_scan` uses it
-up to :data:`~statelayers.models.mamba_scan.QUADRATIC_MAX_LENGTH` positions and the
-step-by-step kernel beyond; ``chunk_size`` therefore changes nothing here either.
+That is SSD with the whole sequence as one chunk. For the study's sequences (length 40,
+state 64, heads of 16 or 32) each sequence and head is a few hundred pairs ``(t, s)`` of
+``head_dim``-long vector operations, which one pass does in cache, reading ``x`` and
+``\\Delta`` where transformers' layout puts them. The same sums as batched matrix
+products in PyTorch (``(batch x heads)`` products of ``40 x 40`` by ``40 x 16``, a
+transpose and a copy of ``x`` around them, elementwise passes for ``\\Delta x`` and
+``D x``) cost about three times as much per training step. The cost grows with the square
+of the length, so :func:`statelayers.models.mamba_scan.chunk_scan` uses this form up to
+:data:`~statelayers.models.mamba_scan.QUADRATIC_MAX_LENGTH` positions and the step-by-step
+kernel beyond; ``chunk_size`` therefore changes nothing here either.
 
-The decays ``M``, and ``M \\circ (C B^\\top)`` with them, are one numba pass per sequence
-and head (:class:`DecayedScores`), forward and backward. In PyTorch operations the decays
-alone take a float64 ``(batch, heads, L, L)`` tensor of differences and four passes over
-it, a quarter of a training step at 32 heads. Each exponent
-``\\sum_{s<r\\le t} \\Delta_r A_h`` is a difference of float64 prefix sums, off by about
-``10^{-16}`` of the running total, far below float32's resolution (in float32,
-differences of a cumulative sum are off by ``10^{-4}`` once it reaches ``-2000``), and is
-rounded once to float32. Entries above the diagonal are ``0`` and take no gradient, so
-nothing can overflow.
+Each exponent ``\\sum_{s<r\\le t} \\Delta_r A_h`` is a difference of float64 prefix sums,
+off by about ``10^{-16}`` of the running total, far below float32's resolution (in
+float32, differences of a cumulative sum are off by ``10^{-4}`` once it reaches
+``-2000``), and is rounded once to float32. Pairs ``s > t`` do not exist, so nothing can
+overflow. The backward pass recomputes the decays rather than storing them.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ import torch
 import torch.nn.functional as F
 from numba import njit, prange
 
-from statelayers.models.kernels.elementwise import FASTMATH, exp
+from statelayers.models.kernels.elementwise import FASTMATH, exp, zero
 from statelayers.models.kernels.threads import use_torch_threads
 
 UNDERFLOW = -80.0
@@ -51,110 +50,152 @@ many times slower in every operation that touches them."""
 
 
 @njit(inline="always", fastmath=FASTMATH)
-def _scores_row(prefix, t, underflow, scores_t, decay_t, weights_t):
-    """Row ``t`` of the decays and the weights from the float64 prefix sums of ``a``."""
-    end = prefix[t]
-    for s in range(t + 1):
-        exponent = decay_t.dtype.type(end - prefix[s])  # sum(a[s+1 : t+1]), rounded once
-        decay_t[s] = exp(exponent) if exponent >= underflow else 0
-        weights_t[s] = decay_t[s] * scores_t[s]
-    for s in range(t + 1, decay_t.shape[0]):
-        decay_t[s] = 0
-        weights_t[s] = 0
-
-
-@njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _decayed_scores_forward(a, scores, underflow, decay, weights):
-    batch, heads, length = a.shape
-    per_group = heads // scores.shape[1]
-    for b in prange(batch):
-        prefix = np.empty(length)  # float64
-        for h in range(heads):
-            a_h, scores_h = a[b, h], scores[b, h // per_group]
-            total = 0.0
-            for t in range(length):
-                total += a_h[t]
-                prefix[t] = total
-            for t in range(length):
-                _scores_row(prefix, t, underflow, scores_h[t], decay[b, h, t], weights[b, h, t])
+def _prefix_sums(dt_h, a_h, prefix, dt_row):
+    """``dt_row`` a contiguous copy of one head's steps; ``prefix[t] = sum(dt[:t+1] * a_h)`` in float64."""
+    total = 0.0
+    for t in range(dt_h.shape[0]):
+        dt_row[t] = dt_h[t]
+        total += dt_h[t] * a_h
+        prefix[t] = total
 
 
 @njit(inline="always", fastmath=FASTMATH)
-def _gradient_row(grad_t, decay_t, scores_t, grad_scores_t, below, t):
-    """Row ``t``'s share of the gradients: ``grad_scores_t`` and ``below`` added to (``below[s]``
-    sums ``G[t', s]`` over the rows ``t' >= t`` done so far, in float64); returns ``\\partial a_t``."""
+def _decay_row(prefix, t, underflow, row):
+    """``row[s] = M_{ts} = exp(prefix[t] - prefix[s])`` for ``s <= t``, ``0`` below ``underflow``."""
+    end = prefix[t]
     for s in range(t + 1):
-        product = grad_t[s] * decay_t[s]
-        grad_scores_t[s] += product
-        below[s] += product * scores_t[s]
-    total = 0.0
-    for s in range(t):
-        total += below[s]
-    return total
+        exponent = row.dtype.type(end - prefix[s])
+        row[s] = exp(exponent) if exponent >= underflow else zero(exponent)
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _decayed_scores_backward(grad_weights, decay, scores, grad_a, grad_scores):
-    batch, heads, length = grad_a.shape
+def _forward(x, dt, A, scores, D, underflow, y):
+    batch, length, heads, head_dim = x.shape
+    per_group = heads // scores.shape[1]
+    for b in prange(batch):
+        prefix = np.empty(length)  # float64
+        dt_row, row = np.empty(length, x.dtype), np.empty(length, x.dtype)
+        for h in range(heads):
+            scores_h = scores[b, h // per_group]
+            _prefix_sums(dt[b, :, h], A[h], prefix, dt_row)
+            for t in range(length):
+                _decay_row(prefix, t, underflow, row)
+                for s in range(t + 1):
+                    row[s] *= scores_h[t, s] * dt_row[s]  # W[t, s]
+                y_t, x_t = y[b, t, h], x[b, t, h]
+                for p in range(head_dim):
+                    y_t[p] = D[h] * x_t[p]
+                for s in range(t + 1):
+                    weight, x_s = row[s], x[b, s, h]
+                    for p in range(head_dim):
+                        y_t[p] += weight * x_s[p]
+
+
+@njit(parallel=True, fastmath=FASTMATH, cache=True)
+def _backward(grad_y, x, dt, A, scores, D, underflow, grad_x, grad_dt, grad_A, grad_scores, grad_D):
+    batch, length, heads, head_dim = x.shape
     per_group = heads // scores.shape[1]
     for b in prange(batch):
         grad_scores[b] = 0.0
-        below = np.empty(length)  # float64
+        prefix, below, grad_dt_direct = np.empty(length), np.empty(length), np.empty(length)  # float64
+        dt_row, row = np.empty(length, x.dtype), np.empty(length, x.dtype)
         for h in range(heads):
-            g, scores_h, grad_scores_h = (
-                h // per_group,
-                scores[b, h // per_group],
-                grad_scores[b, h // per_group],
-            )
+            g = h // per_group
+            scores_h, grad_scores_h = scores[b, g], grad_scores[b, g]
+            _prefix_sums(dt[b, :, h], A[h], prefix, dt_row)
+            skip = 0.0
+            for s in range(length):
+                grad_y_s, x_s, grad_x_s = grad_y[b, s, h], x[b, s, h], grad_x[b, s, h]
+                for p in range(head_dim):
+                    grad_x_s[p] = D[h] * grad_y_s[p]
+                    skip += grad_y_s[p] * x_s[p]
             below[:] = 0.0
+            grad_dt_direct[:] = 0.0
+            grad_a_h = 0.0
             for t in range(length - 1, -1, -1):
-                grad_a[b, h, t] = _gradient_row(
-                    grad_weights[b, h, t], decay[b, h, t], scores_h[t], grad_scores_h[t], below, t
-                )
+                _decay_row(prefix, t, underflow, row)
+                grad_y_t = grad_y[b, t, h]
+                for s in range(t + 1):
+                    x_s, grad_x_s = x[b, s, h], grad_x[b, s, h]
+                    dot = zero(row[s])
+                    for p in range(head_dim):
+                        dot += grad_y_t[p] * x_s[p]  # dL/dW[t, s]
+                    decay, score = row[s], scores_h[t, s]
+                    weight = decay * score * dt_row[s]
+                    for p in range(head_dim):
+                        grad_x_s[p] += weight * grad_y_t[p]
+                    grad_scores_h[t, s] += dot * decay * dt_row[s]
+                    grad_dt_direct[s] += dot * decay * score
+                    below[s] += dot * weight  # dL/dM[t, s] * M[t, s], summed over the rows >= t
+                grad_a_t = 0.0  # dL/da[t], a = dt * A_h: the pairs s < t <= t' whose exponent holds a[t]
+                for s in range(t):
+                    grad_a_t += below[s]
+                grad_dt[b, t, h] = A[h] * grad_a_t
+                grad_a_h += dt_row[t] * grad_a_t
+            for s in range(length):
+                grad_dt[b, s, h] += grad_dt_direct[s]
+            grad_A[b, h], grad_D[b, h] = grad_a_h, skip
 
 
-class DecayedScores(torch.autograd.Function):
-    """``weights[b, h, t, s] = M[b, h, t, s] * scores[b, g(h), t, s]`` with the decays
-    ``M[..., t, s] = exp(sum(a[..., s+1 : t+1]))`` for ``s <= t`` and ``0`` above the diagonal.
+class QuadraticSSD(torch.autograd.Function):
+    """``y[b, t, h] = D[h] x[b, t, h] + sum_{s <= t} M[b, h, t, s] scores[b, g(h), t, s]
+    dt[b, s, h] x[b, s, h]``, with the decays ``M[..., t, s] = exp(sum(dt[b, s+1 : t+1, h] A[h]))``.
 
-    One compiled pass per sequence and head: each exponent is a difference of float64
-    prefix sums of ``a``, rounded once to ``a``'s dtype and exponentiated; an exponent
-    below :data:`UNDERFLOW` gives ``0``. The backward pass, with ``\\dot W`` the incoming gradient:
-    ``\\partial\\,\\mathrm{scores}_{g} = \\sum_{h \\in g} \\dot W_h \\odot M_h``, and with
-    ``G = \\dot W \\odot W`` (zero above the diagonal and where ``M`` underflowed)
-    ``\\partial a_r = \\sum_{t \\ge r} \\sum_{s < r} G_{ts}``, the pairs whose segment holds
-    ``r``: the rows are taken from the last, each added to float64 column sums over the
-    rows ``t \\ge r`` so far, whose entries ``s < r`` sum to ``\\partial a_r``.
+    ``x (batch, L, heads, p)``, ``dt (batch, L, heads)`` (step sizes after softplus and
+    clamp), ``A (heads,)``, ``scores (batch, groups, L, L)`` (``C B^T``; entries above the
+    diagonal are never read), ``D (heads,)``. One compiled pass per sequence each way, in
+    parallel over the batch; exponents below :data:`UNDERFLOW` give ``0``. The backward
+    pass, with ``\\dot y`` the incoming gradient and ``\\dot W_{ts} = \\dot y_t \\cdot x_s``:
+    ``\\partial x_s = D \\dot y_s + \\sum_{t \\ge s} W_{ts} \\dot y_t``,
+    ``\\partial\\,\\mathrm{scores}_{g,ts} = \\sum_{h \\in g} \\dot W_{ts} M_{ts} \\Delta_s``,
+    ``\\partial \\Delta_s`` gets ``\\sum_t \\dot W_{ts} M_{ts} (C B^\\top)_{ts}`` directly and
+    ``A_h \\partial a_s`` through the decays, where with ``G = \\dot W \\odot W``
+    ``\\partial a_r = \\sum_{t \\ge r} \\sum_{s < r} G_{ts}`` (the pairs whose segment holds
+    ``r``: rows taken from the last, each added to float64 column sums over the rows so
+    far, whose entries ``s < r`` sum to ``\\partial a_r``); ``\\partial A_h = \\sum \\Delta
+    \\partial a`` and ``\\partial D_h = \\sum \\dot y \\cdot x``, both summed per sequence in
+    the kernel and over sequences here, so results do not depend on the thread count.
     """
 
     @staticmethod
-    def forward(ctx, a, scores):
-        """``a (batch, heads, L)``, ``scores (batch, groups, L, L)``; returns ``weights (batch, heads, L, L)``."""
-        a, scores = a.detach().contiguous(), scores.detach().contiguous()
-        batch, heads, length = a.shape
-        decay = a.new_empty(batch, heads, length, length)
-        weights = torch.empty_like(decay)
+    def forward(ctx, x, dt, A, scores, D):
+        x, dt, A, scores, D = (t.detach().contiguous() for t in (x, dt, A, scores, D))
+        y = torch.empty_like(x)
         use_torch_threads()
-        _decayed_scores_forward(
-            a.numpy(), scores.numpy(), a.numpy().dtype.type(UNDERFLOW), decay.numpy(), weights.numpy()
+        _forward(
+            x.numpy(),
+            dt.numpy(),
+            A.numpy(),
+            scores.numpy(),
+            D.numpy(),
+            x.numpy().dtype.type(UNDERFLOW),
+            y.numpy(),
         )
-        ctx.save_for_backward(decay, scores)
-        return weights
+        ctx.save_for_backward(x, dt, A, scores, D)
+        return y
 
     @staticmethod
-    def backward(ctx, grad_weights):
-        decay, scores = ctx.saved_tensors
-        grad_a = decay.new_empty(decay.shape[:-1])
-        grad_scores = torch.empty_like(scores)
+    def backward(ctx, grad_y):
+        x, dt, A, scores, D = ctx.saved_tensors
+        grad_y = grad_y.contiguous()
+        grad_x, grad_dt, grad_scores = torch.empty_like(x), torch.empty_like(dt), torch.empty_like(scores)
+        grad_A, grad_D = x.new_empty(x.shape[0], x.shape[2]), x.new_empty(x.shape[0], x.shape[2])
         use_torch_threads()
-        _decayed_scores_backward(
-            grad_weights.contiguous().numpy(),
-            decay.numpy(),
+        _backward(
+            grad_y.numpy(),
+            x.numpy(),
+            dt.numpy(),
+            A.numpy(),
             scores.numpy(),
-            grad_a.numpy(),
+            D.numpy(),
+            x.numpy().dtype.type(UNDERFLOW),
+            grad_x.numpy(),
+            grad_dt.numpy(),
+            grad_A.numpy(),
             grad_scores.numpy(),
+            grad_D.numpy(),
         )
-        return grad_a, grad_scores
+        return grad_x, grad_dt, grad_A.sum(0), grad_scores, grad_D.sum(0)
 
 
 def decays_to_end(a: torch.Tensor) -> torch.Tensor:
@@ -192,21 +233,15 @@ def mamba_chunk_scan_combined(
         dt = dt + dt_bias
     if dt_softplus:
         dt = F.softplus(dt)
-    dt = dt.clamp(dt_limit[0], dt_limit[1]).transpose(1, 2).contiguous()  # (batch, heads, length)
+    dt = dt.clamp(dt_limit[0], dt_limit[1])  # (batch, length, heads)
     B_g, C_g = B.transpose(1, 2).contiguous(), C.transpose(1, 2).contiguous()  # (batch, groups, length, n)
     scores = torch.matmul(C_g, B_g.transpose(-1, -2))  # (batch, groups, t, s)
-    log_decay = dt * A[:, None]  # (batch, heads, length)
-    weights = DecayedScores.apply(log_decay, scores)  # (batch, heads, t, s)
-    drive = (x * dt.transpose(1, 2).unsqueeze(-1)).transpose(1, 2)  # (batch, heads, length, p)
-    drive = drive.reshape(batch * heads, length, head_dim)
-    out = torch.bmm(weights.view(batch * heads, length, length), drive)
-    out = out.view(batch, heads, length, head_dim).transpose(1, 2)
-    # Adding into the fresh, contiguous skip term gives a contiguous result in one pass.
-    out = out.contiguous() if D is None else (x * D[:, None]).add_(out)
+    out = QuadraticSSD.apply(x, dt, A, scores, x.new_zeros(heads) if D is None else D)
     if not return_final_states:
         return out
+    log_decay = (dt * A).transpose(1, 2)  # (batch, heads, length)
     to_end = decays_to_end(log_decay).reshape(batch, groups, per_group * length, 1)  # M[L-1, s]
-    # reshape, not view: with one sequence, ``drive`` is a strided view of ``x``.
+    drive = (x * dt.unsqueeze(-1)).transpose(1, 2)  # (batch, heads, length, p)
     weighted = (drive.reshape(batch, groups, per_group * length, head_dim) * to_end).reshape(
         batch * groups, per_group, length, head_dim
     )
