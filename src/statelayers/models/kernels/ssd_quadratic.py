@@ -14,15 +14,15 @@ for each sequence and head ``h`` (of group ``g(h)``)
 
 with ``\\Delta = \\mathrm{clamp}(\\mathrm{softplus}(\\delta + b_h), \\Delta_{lo}, \\Delta_{hi})``.
 That is SSD with the whole sequence as one chunk. For the study's sequences (length 40,
-state 64, heads of 16 or 32) each sequence and head is a few hundred pairs ``(t, s)`` of
+state 64, heads of 16 or 32) each sequence and head is 820 pairs ``(t, s)`` of
 ``head_dim``-long vector operations, which one pass does in cache, reading ``x`` and
 ``\\Delta`` where transformers' layout puts them. The same sums as batched matrix
 products in PyTorch (``(batch x heads)`` products of ``40 x 40`` by ``40 x 16``, a
 transpose and a copy of ``x`` around them, elementwise passes for ``\\Delta x`` and
-``D x``) cost about three times as much per training step. The cost grows with the square
-of the length, so :func:`statelayers.models.mamba_scan.chunk_scan` uses this form up to
-:data:`~statelayers.models.mamba_scan.QUADRATIC_MAX_LENGTH` positions and the step-by-step
-kernel beyond; ``chunk_size`` therefore changes nothing here either.
+``D x``) took 1.6-1.9 times as long in a training step (benchmarks/README.md). The cost
+grows with the square of the length, so :func:`statelayers.models.mamba_scan.chunk_scan`
+uses this form up to :data:`~statelayers.models.mamba_scan.QUADRATIC_MAX_LENGTH`
+positions and the step-by-step kernel beyond; ``chunk_size`` therefore changes nothing here either.
 
 Each exponent ``\\sum_{s<r\\le t} \\Delta_r A_h`` is a difference of float64 prefix sums,
 off by about ``10^{-16}`` of the running total, far below float32's resolution (in
@@ -162,15 +162,8 @@ class QuadraticSSD(torch.autograd.Function):
         x, dt, A, scores, D = (t.detach().contiguous() for t in (x, dt, A, scores, D))
         y = torch.empty_like(x)
         use_torch_threads()
-        _forward(
-            x.numpy(),
-            dt.numpy(),
-            A.numpy(),
-            scores.numpy(),
-            D.numpy(),
-            x.numpy().dtype.type(UNDERFLOW),
-            y.numpy(),
-        )
+        inputs = [t.numpy() for t in (x, dt, A, scores, D)]
+        _forward(*inputs, inputs[0].dtype.type(UNDERFLOW), y.numpy())
         ctx.save_for_backward(x, dt, A, scores, D)
         return y
 
@@ -181,20 +174,9 @@ class QuadraticSSD(torch.autograd.Function):
         grad_x, grad_dt, grad_scores = torch.empty_like(x), torch.empty_like(dt), torch.empty_like(scores)
         grad_A, grad_D = x.new_empty(x.shape[0], x.shape[2]), x.new_empty(x.shape[0], x.shape[2])
         use_torch_threads()
-        _backward(
-            grad_y.numpy(),
-            x.numpy(),
-            dt.numpy(),
-            A.numpy(),
-            scores.numpy(),
-            D.numpy(),
-            x.numpy().dtype.type(UNDERFLOW),
-            grad_x.numpy(),
-            grad_dt.numpy(),
-            grad_A.numpy(),
-            grad_scores.numpy(),
-            grad_D.numpy(),
-        )
+        inputs = [t.numpy() for t in (x, dt, A, scores, D)]
+        grads = [t.numpy() for t in (grad_x, grad_dt, grad_A, grad_scores, grad_D)]
+        _backward(grad_y.numpy(), *inputs, inputs[0].dtype.type(UNDERFLOW), *grads)
         return grad_x, grad_dt, grad_A.sum(0), grad_scores, grad_D.sum(0)
 
 
