@@ -10,7 +10,8 @@ in-distribution lengths): SSD as one attention-like chunk, one compiled pass eac
 faster than the step-by-step kernel in training and without gradients alike (per layer,
 batch 64, 16 heads of 32, ``benchmarks/mamba_step.py --ssd 40 64`` in a one-thread job's
 process: forward and backward 13.5 against 71.5 ms at length 40, 29.8 against 105.2 ms
-at 64; forward alone 3.9 against 12.7 ms and 9.7 against 18.8 ms). On longer sequences, whose quadratic terms outgrow it, it runs
+at 64; forward alone 3.9 against 12.7 ms and 9.7 against 18.8 ms). On longer sequences,
+whose quadratic terms outgrow it, it runs
 :func:`statelayers.models.kernels.ssd.mamba_chunk_scan_combined`, which keeps no states
 under ``torch.no_grad``.
 On other devices

@@ -22,7 +22,8 @@ transpose and a copy of ``x`` around them, elementwise passes for ``\\Delta x`` 
 ``D x``) took 1.6-1.9 times as long in a training step (benchmarks/README.md). The cost
 grows with the square of the length, so :func:`statelayers.models.mamba_scan.chunk_scan`
 uses this form up to :data:`~statelayers.models.mamba_scan.QUADRATIC_MAX_LENGTH`
-positions and the step-by-step kernel beyond; ``chunk_size`` therefore changes nothing here either.
+positions and the step-by-step kernel beyond; ``chunk_size`` therefore changes nothing
+here either.
 
 Each exponent ``\\sum_{s<r\\le t} \\Delta_r A_h`` is a difference of float64 prefix sums,
 off by about ``10^{-16}`` of the running total, far below float32's resolution (in
