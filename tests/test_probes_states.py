@@ -111,6 +111,24 @@ def test_probe_layers_reports_every_layer_target_and_length(dyck_states):
     assert all(0 <= r["probe_accuracy"] <= 1 for r in rows)
 
 
+def test_without_the_control_task_the_rows_keep_every_probe_value_and_drop_only_the_control_columns(
+    dyck_states, monkeypatch
+):
+    """The untrained twins' probes skip the control task: the same probes, half the fits."""
+    _, _, path = dyck_states
+    config = ProbeConfig(max_iter=50)
+    fits = []
+    counted = lambda *args: fits.append(1) or fit_probe(*args)  # noqa: E731
+    monkeypatch.setattr("statelayers.measure.probes.fit_probe", counted)
+    full = pd.DataFrame(probe_layers(str(path), {9: str(path)}, fit_length=9, config=config))
+    full_fits = len(fits)
+    bare = pd.DataFrame(probe_layers(str(path), {9: str(path)}, fit_length=9, config=config, control=False))
+    assert full_fits == 2 * (len(fits) - full_fits) == 2 * 3 * 2  # 3 layers x 2 targets, control or not
+    assert {"control_accuracy", "selectivity"} <= set(full.columns)
+    assert list(bare.columns) == [c for c in full.columns if c not in ("control_accuracy", "selectivity")]
+    pd.testing.assert_frame_equal(bare, full[bare.columns])
+
+
 def test_embedding_layer_probe_reads_the_current_token(tmp_path):
     """Layer 0 is the embedding: the current token is linearly readable there exactly."""
     model = build_model(ModelSpec("lstm", 6, 6, d_model=16, n_layers=1)).eval()

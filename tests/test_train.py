@@ -1,7 +1,10 @@
 """Training on fresh sequences until a validation criterion, and the tables it leaves."""
 
 import json
+import subprocess
+import sys
 from dataclasses import MISSING, fields
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -253,3 +256,20 @@ def test_logged_loss_and_accuracy_are_the_running_means_that_python_floats_gave(
             loss_sum, acc_sum = loss_sum + loss, acc_sum + acc
         assert (row.loss, row.train_token_accuracy) == (loss_sum / len(values), acc_sum / len(values))
         previous = row.step
+
+
+def test_the_untrained_twin_of_a_recurrent_family_imports_no_transformers(tmp_path):
+    """The LSTM's and GRU's untrained-twin jobs skip transformers' import (about 1 s each)."""
+    code = (
+        "import sys\nimport test_train\n"
+        "test_train.untrained_checkpoint(test_train.SPEC, 0, sys.argv[1])\n"
+        "print('transformers' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(tmp_path / "twin")],
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).parent,
+    )
+    assert result.stdout.strip().splitlines()[-1:] == ["False"], result.stderr
+    assert (tmp_path / "twin" / "model.pt").exists()

@@ -49,7 +49,6 @@ import numpy as np
 import pandas as pd
 import torch
 import torch.nn.functional as F
-from transformers import get_wsd_schedule
 
 from statelayers import files
 from statelayers.models.inference import accuracy
@@ -263,6 +262,10 @@ def train(
     learning rate of that step, mean loss and training token accuracy since the last
     row, seconds, and at checks the validation token and sequence accuracy.
     """
+    from transformers import (
+        get_wsd_schedule,
+    )  # here: untrained twins of the LSTM and GRU never import transformers
+
     torch.manual_seed(seed)
     model.to(device).train()
     optimizer = make_optimizer(model, config, device)

@@ -14,6 +14,7 @@ rule probes:
     params:
         probe=config["probes"],
         fit_length=TRAIN_LENGTH,
+        control=True,
     script:
         "../scripts/probes.py"
 
@@ -28,3 +29,7 @@ use rule probes as probes_untrained with:
         f"results/logs/probes/{UNTRAINED_RUN}.log",
     benchmark:
         f"results/benchmarks/probes/{UNTRAINED_RUN}.tsv"
+    params:
+        probe=config["probes"],
+        fit_length=TRAIN_LENGTH,
+        control=False,  # only the twins' probe accuracy is read (with_baselines)

@@ -10,5 +10,6 @@ rows = probe_layers(
     runtime.length_inputs(sm.input),
     fit_length=sm.params.fit_length,
     config=ProbeConfig(**sm.params.probe),
+    control=sm.params.control,
 )
 files.write_csv(files.keyed_frame(rows, runtime.run_key(sm.wildcards)), sm.output[0])

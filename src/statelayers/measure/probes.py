@@ -114,13 +114,19 @@ def token_baseline_accuracy(mapping: dict[int, int], tokens: np.ndarray, y: np.n
 
 
 def probe_layers(
-    probe_states: str, test_states: dict[int, str], fit_length: int, config: ProbeConfig
+    probe_states: str,
+    test_states: dict[int, str],
+    fit_length: int,
+    config: ProbeConfig,
+    control: bool = True,
 ) -> list[dict]:
     """Fit a probe per (layer, target) on ``probe_states``; score it on held-out probe
     sequences (``split="probe"``) and, unchanged, on the states of each test length
     (``split="test"``: the probe's readout at lengths it was not fit on). Every row also
-    carries the majority-class and the current-token baselines and the control-task
-    accuracy and selectivity of the same probe.
+    carries the majority-class and the current-token baselines and, with ``control``, the
+    control-task accuracy and selectivity of the same probe. The control task doubles the
+    fits; untrained twins go without it, because only their probe accuracy is read
+    (:func:`with_baselines`).
     """
     from statelayers.measure.states import TARGET_COLUMNS, read_layers
 
@@ -134,37 +140,37 @@ def probe_layers(
         for target in (t for t in TARGET_COLUMNS if t in columns):
             y = columns[target]
             probe, scores = fit_probe(columns["vector"], y, columns["seq_id"], config)
-            control = control_labels(n_types, y, config.seed)
-            control_probe, control_scores = fit_probe(
-                columns["vector"], control[tokens], columns["seq_id"], config
-            )
             by_token = token_baseline(tokens, y, train)
             scores["token_baseline"] = token_baseline_accuracy(by_token, tokens[test], y[test])
-            scores["control_accuracy"] = control_scores["probe_accuracy"]
-            scores["selectivity"] = scores["probe_accuracy"] - scores["control_accuracy"]
+            if control:
+                control_map = control_labels(n_types, y, config.seed)
+                control_probe, control_scores = fit_probe(
+                    columns["vector"], control_map[tokens], columns["seq_id"], config
+                )
+                scores["control_accuracy"] = control_scores["probe_accuracy"]
+                scores["selectivity"] = scores["probe_accuracy"] - scores["control_accuracy"]
             rows.append(
                 {"layer": layer, "target": target, "split": "probe", "eval_length": fit_length, **scores}
             )
             for length, layers in tests.items():
                 X, y_test, tokens_test = (layers[layer][c] for c in ("vector", target, "token"))
                 accuracy = float(probe.score(X, y_test))
-                control_accuracy = float(control_probe.score(X, control[tokens_test.astype(np.int64)]))
-                rows.append(
-                    {
-                        "layer": layer,
-                        "target": target,
-                        "split": "test",
-                        "eval_length": length,
-                        "probe_accuracy": accuracy,
-                        "train_accuracy": scores["train_accuracy"],
-                        "majority_baseline": float(np.mean(y_test == probe.majority_class_)),
-                        "token_baseline": token_baseline_accuracy(by_token, tokens_test, y_test),
-                        "control_accuracy": control_accuracy,
-                        "selectivity": accuracy - control_accuracy,
-                        "n_train": scores["n_train"],
-                        "n_test": len(y_test),
-                    }
-                )
+                row = {
+                    "layer": layer,
+                    "target": target,
+                    "split": "test",
+                    "eval_length": length,
+                    "probe_accuracy": accuracy,
+                    "train_accuracy": scores["train_accuracy"],
+                    "majority_baseline": float(np.mean(y_test == probe.majority_class_)),
+                    "token_baseline": token_baseline_accuracy(by_token, tokens_test, y_test),
+                }
+                if control:
+                    row["control_accuracy"] = float(
+                        control_probe.score(X, control_map[tokens_test.astype(np.int64)])
+                    )
+                    row["selectivity"] = accuracy - row["control_accuracy"]
+                rows.append(row | {"n_train": scores["n_train"], "n_test": len(y_test)})
     return rows
 
 
