@@ -262,9 +262,8 @@ def train(
     learning rate of that step, mean loss and training token accuracy since the last
     row, seconds, and at checks the validation token and sequence accuracy.
     """
-    from transformers import (
-        get_wsd_schedule,
-    )  # here: untrained twins of the LSTM and GRU never import transformers
+    # Imported here, so that the LSTM's and GRU's untrained twins never import transformers.
+    from transformers import get_wsd_schedule
 
     torch.manual_seed(seed)
     model.to(device).train()
