@@ -9,16 +9,19 @@ AdamW step of :mod:`statelayers.training` on a batch (the study's ``batch_size``
 sequences of length 40; Mamba-2 twice: with its family's options, and with those it takes on
 parity (``model.options`` ``mamba2/parity``).
 Rows: the LSTM; Mamba and Mamba-2 with the ``fast`` path (the fused numba kernels of
-:mod:`statelayers.models.kernels`, and for Mamba-2's scan in training SSD's quadratic
-single-chunk form, :mod:`statelayers.models.kernels.ssd_quadratic`); Mamba-2 with its
-step-by-step SSD kernel instead of the quadratic form, the comparison that decides
-between the two; both on the path ``fast`` takes without numba, which was
+:mod:`statelayers.models.kernels`, and for Mamba-2 in training its fused block,
+:mod:`statelayers.models.kernels.mamba2_block`, with SSD's quadratic single-chunk form,
+:mod:`statelayers.models.kernels.ssd_quadratic`); Mamba-2 with the mixer's unfused path
+instead of the block (the same kernels, each on its own copies), what the block saves;
+Mamba-2 with its step-by-step SSD kernel instead of the quadratic form, the comparison
+that decides between the two; both on the path ``fast`` takes without numba, which was
 ``fast`` on CPU before the kernels (this package's PyTorch scan and shifted-add
 convolution; transformers' chunked scan for Mamba-2); both with transformers' PyTorch
 code (``reference``); and Mamba with its scan replaced by the
 scan-free part (``D u`` gated by ``silu(z)``), a floor for any scan inside
 transformers' mixer (projections, Conv1D, activations), and Mamba-2 likewise with its SSD
-replaced by the skip ``D x`` (the mixer's projections, Conv1D and gated norm remain), with
+replaced by the skip ``D x`` in the unfused path (the mixer's projections, Conv1D and
+gated norm remain), with
 its family's options and with parity's. Rounds are interleaved and the
 fastest of each row kept; the reference rows run once (10-300 x slower, their noise
 does not matter). ``--csv`` writes ``model, threads, ms_per_step, ratio_to_lstm``.
@@ -72,6 +75,7 @@ ROWS = {
     "mamba2": ("mamba2", "fast"),
     "mamba2, parity's options": ("mamba2", "fast-parity"),
     "mamba2, step-by-step SSD kernel": ("mamba2", "ssd-steps"),
+    "mamba2, unfused mixer": ("mamba2", "unfused"),
     "mamba, PyTorch path (before the kernels)": ("mamba", "pytorch"),
     "mamba2, PyTorch path (before the kernels)": ("mamba2", "pytorch"),
     "mamba, scan-free floor": ("mamba", "scan-free"),
@@ -92,6 +96,12 @@ def scan_free_chunks(x, dt, A, B, C, chunk_size, D=None, **_):
     """Mamba-2's SSD without its recurrence: the skip ``D x``; every input still receives a gradient."""
     touch = 0 * (dt.sum() + A.sum() + B.sum() + C.sum())
     return x * D[:, None] + touch
+
+
+def unfused_mixer(*args, **kwargs) -> None:
+    """transformers' fused-mixer hook as it is without mamba-ssm: ``None``, so
+    ``Mamba2Mixer`` runs its unfused path (Conv1D, scan and gated norm one by one)."""
+    return None
 
 
 def make_step(arch: str, scan: str, batch: int | None = None, length: int = 40):
@@ -119,6 +129,8 @@ def make_step(arch: str, scan: str, batch: int | None = None, length: int = 40):
     if scan.startswith("scan-free"):  # after build_model, which points the scans at the backend's
         modeling_mamba.mamba_selective_scan = scan_free
         modeling_mamba2.mamba2_chunk_scan = scan_free_chunks
+    if scan.startswith("scan-free") or scan == "unfused":  # the mixer's unfused path
+        modeling_mamba2.mamba2_split_conv1d_scan_combined = unfused_mixer
     training = yaml.safe_load(CONFIG.read_text())["training"]  # TrainConfig has no defaults
     batch = batch or training["batch_size"]
     names = {field.name for field in dataclasses.fields(TrainConfig)}

@@ -34,7 +34,13 @@ from statelayers.models.backends import (
     use_backend,
 )
 from statelayers.models.causal_conv import causal_conv1d
-from statelayers.models.mamba_scan import REFERENCE_CHUNK_SCAN, REFERENCE_SCAN, chunk_scan, selective_scan
+from statelayers.models.mamba_scan import (
+    REFERENCE_CHUNK_SCAN,
+    REFERENCE_SCAN,
+    chunk_scan,
+    selective_scan,
+    split_conv1d_scan_combined,
+)
 from statelayers.models.spec import ModelSpec
 from statelayers.models.tagger import build_model
 
@@ -55,8 +61,10 @@ FAST = {
     "mamba_selective_scan": selective_scan,
     "mamba2_chunk_scan": chunk_scan,
     "causal_conv1d_fn": causal_conv1d,  # in both modules
+    "mamba2_split_conv1d_scan_combined": split_conv1d_scan_combined,
 }
-"""What ``scan="fast"`` binds in transformers' Mamba and Mamba-2 modules; the rest stay transformers'."""
+"""What ``scan="fast"`` binds in transformers' Mamba and Mamba-2 modules (Mamba-2's fused
+training block included); the rest stay transformers'."""
 
 
 def test_torch_backend_runs_every_kernel_function_in_pytorch():

@@ -1,10 +1,13 @@
 """Conv1D ablation acts on the path the models really run; attribution statistics."""
 
+from unittest import mock
+
 import numpy as np
 import pandas as pd
 import pytest
 import torch
 import torch.nn.functional as F
+from transformers.models.mamba2 import modeling_mamba2
 
 from statelayers.measure.conv1d import inference_behaviour
 from statelayers.models.spec import ModelSpec
@@ -62,12 +65,39 @@ def test_the_no_conv_variants_convolution_is_the_identity_on_every_path(
         models[arch] = getattr(build_model(spec, mamba, device=device).to(device), mode)()
     calls, original = recorded_conv_calls(monkeypatch, family)  # after building: the backend sets it
     assert (original is causal_conv1d) is (backend == "torch" and scan == "fast")
+    if family == "mamba2" and mode == "train" and (backend, scan) == ("torch", "fast"):
+        # the unfused path, whose convolution this records; the fused block's: the test below
+        monkeypatch.setattr(modeling_mamba2, "mamba2_split_conv1d_scan_combined", lambda *a, **k: None)
     for arch, model in models.items():
         calls.clear()
         model(torch.randint(0, 5, (2, 9), device=device))
         assert len(calls) == 2  # one per block: the recorded path is the one that ran
         for hidden, out, activation in calls:
             assert activation == "silu"
+            assert torch.allclose(out, F.silu(hidden), atol=1e-6) is arch.endswith("_noconv")
+
+
+def test_the_fused_mamba2_training_block_convolves_the_no_conv_variant_as_the_identity(monkeypatch):
+    """Mamba-2's fused training block (kernels.mamba2_block) runs the Conv1D kernel on the
+    input projection's columns; record what that kernel reads and writes."""
+    from statelayers.models.kernels import causal_conv, mamba2_block
+
+    kernel, calls = causal_conv._forward, []
+
+    def recording(x, offset, weight, bias, gated, out):
+        kernel(x, offset, weight, bias, gated, out)
+        calls.append(
+            (torch.from_numpy(x[..., offset : offset + out.shape[2]].copy()), torch.from_numpy(out.copy()))
+        )
+
+    monkeypatch.setattr(causal_conv, "_forward", recording)
+    for arch in ("mamba2", "mamba2_noconv"):
+        calls.clear()
+        block_calls = mock.Mock(wraps=mamba2_block.SplitConvScanNorm.apply)
+        with mock.patch.object(mamba2_block.SplitConvScanNorm, "apply", block_calls):
+            tiny(arch).train()(torch.randint(0, 5, (2, 9)))
+        assert block_calls.call_count == 2 and len(calls) == 2  # one per block, through the fused block
+        for hidden, out in calls:
             assert torch.allclose(out, F.silu(hidden), atol=1e-6) is arch.endswith("_noconv")
 
 

@@ -169,6 +169,7 @@ def use_backend(backend: str, device: torch.device | str = "cpu", scan: str = "f
         chunk_scan,
         gated_norm_forward,
         selective_scan,
+        split_conv1d_scan_combined,
     )
 
     if scan not in ("fast", "reference"):
@@ -188,6 +189,7 @@ def use_backend(backend: str, device: torch.device | str = "cpu", scan: str = "f
         mamba.mamba_selective_scan = selective_scan if scan == "fast" else REFERENCE_SCAN
         mamba2.mamba2_chunk_scan = chunk_scan if scan == "fast" else REFERENCE_CHUNK_SCAN
         if scan == "fast":
+            mamba2.mamba2_split_conv1d_scan_combined = split_conv1d_scan_combined
             for module_name in KERNEL_FUNCTIONS:
                 importlib.import_module(module_name).causal_conv1d_fn = causal_conv1d
     return resolved

@@ -212,6 +212,58 @@ def chunk_scan(
         )  # fmt: skip
 
 
+def split_conv1d_scan_combined(
+    zxbcdt: torch.Tensor,
+    conv1d_weight: torch.Tensor,
+    conv1d_bias: torch.Tensor | None,
+    dt_bias: torch.Tensor,
+    A: torch.Tensor,
+    D: torch.Tensor | None,
+    chunk_size: int,
+    initial_states: torch.Tensor | None = None,
+    dt_limit: tuple[float, float] = (0.0, float("inf")),
+    return_final_states: bool = False,
+    activation: str = "silu",
+    rmsnorm_weight: torch.Tensor | None = None,
+    rmsnorm_eps: float = 1e-6,
+    outproj_weight: torch.Tensor | None = None,
+    outproj_bias: torch.Tensor | None = None,
+    headdim: int | None = None,
+    ngroups: int = 1,
+    norm_before_gate: bool = True,
+    seq_idx: torch.Tensor | None = None,
+    **kwargs: object,
+) -> torch.Tensor | None:
+    """transformers' ``mamba2_split_conv1d_scan_combined`` signature, which ``Mamba2Mixer``
+    calls in training: on CPU, for float32 sequences of up to
+    :data:`QUADRATIC_MAX_LENGTH` positions,
+    :class:`statelayers.models.kernels.mamba2_block.SplitConvScanNorm` and the output
+    projection, bit-identical to the unfused path; ``None`` otherwise, on which the mixer
+    runs its unfused path (Conv1D, :func:`chunk_scan`, gated norm)."""
+    tensors = (zxbcdt, conv1d_weight, dt_bias, A, D, rmsnorm_weight, outproj_weight)
+    if not (
+        runs_cpu_kernels(zxbcdt)
+        and not torch.is_autocast_enabled("cpu")
+        and all(t is not None and t.dtype == torch.float32 for t in tensors)
+        and zxbcdt.is_contiguous()
+        and zxbcdt.shape[1] <= QUADRATIC_MAX_LENGTH
+        and initial_states is None
+        and seq_idx is None
+        and not return_final_states
+        and activation in ("silu", "swish")
+        and not norm_before_gate
+        and headdim
+    ):
+        return None
+    from statelayers.models.kernels.mamba2_block import SplitConvScanNorm
+
+    normed = SplitConvScanNorm.apply(
+        zxbcdt, conv1d_weight, conv1d_bias, dt_bias, A, D, rmsnorm_weight, rmsnorm_eps, headdim, ngroups,
+        tuple(dt_limit),
+    )  # fmt: skip
+    return F.linear(normed, outproj_weight, outproj_bias)
+
+
 def gated_norm_forward(
     self: modeling_mamba2.Mamba2RMSNormGated, hidden_states: torch.Tensor, gate: torch.Tensor | None = None
 ) -> torch.Tensor:

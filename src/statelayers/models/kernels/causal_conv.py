@@ -40,25 +40,26 @@ ACTIVATIONS = (None, "silu", "swish")
 
 
 @njit(inline="always", fastmath=FASTMATH)
-def _pre_activation(x, weight, bias, b, t, pre):
-    """``pre[c] = bias[c] + sum_j weight[c, j] x[b, t - k + 1 + j, c]`` for one step."""
-    width = weight.shape[0]
+def _pre_activation(x, offset, weight, bias, b, t, pre):
+    """``pre[c] = bias[c] + sum_j weight[c, j] x[b, t - k + 1 + j, offset + c]`` for one step."""
+    width, channels = weight.shape
     pre[:] = bias
     for j in range(width):
         s = t - width + 1 + j
         if s >= 0:
-            x_s, w_j = x[b, s], weight[j]
-            for c in range(pre.shape[0]):
+            x_s, w_j = x[b, s, offset : offset + channels], weight[j]
+            for c in range(channels):
                 pre[c] += w_j[c] * x_s[c]
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _forward(x, weight, bias, gated, out):
-    batch, length, channels = x.shape
+def _forward(x, offset, weight, bias, gated, out):
+    """``out (batch, length, channels)`` from the ``channels`` columns of ``x`` from ``offset`` on."""
+    batch, length, channels = out.shape
     for b in prange(batch):
         pre = np.empty(channels, x.dtype)
         for t in range(length):
-            _pre_activation(x, weight, bias, b, t, pre)
+            _pre_activation(x, offset, weight, bias, b, t, pre)
             out_t = out[b, t]
             if gated:
                 for c in range(channels):
@@ -68,20 +69,23 @@ def _forward(x, weight, bias, gated, out):
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _backward(x, weight, bias, gated, grad_out, grad_x, grad_weight, grad_bias, scratch):
-    batch, length, channels = x.shape
+def _backward(x, offset, weight, bias, gated, grad_out, grad_x, grad_weight, grad_bias, scratch):
+    """``grad_x`` (the shape of ``x``) written in the columns :func:`_forward` read, and
+    nowhere else."""
+    batch, length, channels = grad_out.shape
     width = weight.shape[0]
+    end = offset + channels
     for b in prange(batch):
         pre, grad_pre = np.empty(channels, x.dtype), scratch[numba.get_thread_id()]  # per-thread buffer
         for t in range(length):
             g_t, gp_t = grad_out[b, t], grad_pre[t]
             if gated:
-                _pre_activation(x, weight, bias, b, t, pre)
+                _pre_activation(x, offset, weight, bias, b, t, pre)
                 for c in range(channels):
                     gp_t[c] = g_t[c] * silu_grad(pre[c])
             else:
                 gp_t[:] = g_t
-        grad_x[b] = 0
+            grad_x[b, t, offset:end] = 0
         grad_w_b, grad_bias_b = grad_weight[b], grad_bias[b]
         grad_w_b[:] = 0
         grad_bias_b[:] = 0
@@ -92,7 +96,8 @@ def _backward(x, weight, bias, gated, grad_out, grad_x, grad_weight, grad_bias, 
             for j in range(width):
                 s = t - width + 1 + j
                 if s >= 0:
-                    x_s, gx_s, w_j, gw_j = x[b, s], grad_x[b, s], weight[j], grad_w_b[j]
+                    x_s, gx_s = x[b, s, offset:end], grad_x[b, s, offset:end]
+                    w_j, gw_j = weight[j], grad_w_b[j]
                     for c in range(channels):
                         gx_s[c] += w_j[c] * gp_t[c]
                         gw_j[c] += gp_t[c] * x_s[c]
@@ -106,7 +111,7 @@ class FusedCausalConv(torch.autograd.Function):
     def forward(ctx, x, weight, bias, gated):
         out = torch.empty_like(x)
         use_torch_threads()
-        _forward(x.numpy(), weight.numpy(), bias.numpy(), gated, out.numpy())
+        _forward(x.numpy(), 0, weight.numpy(), bias.numpy(), gated, out.numpy())
         ctx.save_for_backward(x, weight, bias)
         ctx.gated = gated
         return out
@@ -121,6 +126,7 @@ class FusedCausalConv(torch.autograd.Function):
         threads = use_torch_threads()
         _backward(
             x.numpy(),
+            0,
             weight.numpy(),
             bias.numpy(),
             ctx.gated,
@@ -128,7 +134,7 @@ class FusedCausalConv(torch.autograd.Function):
             grad_x.numpy(),
             grad_weight.numpy(),
             grad_bias.numpy(),
-            x.new_empty(threads, *x.shape[1:]).numpy(),
+            x.new_empty(threads, *grad_out.shape[1:]).numpy(),
         )
         return grad_x, grad_weight.sum(0), grad_bias.sum(0), None
 

@@ -71,7 +71,8 @@ def _row_backward(x, z, w, r, inv_size, grad_out, grad_x, grad_z, grad_w, n, sig
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _forward(x, z, weight, eps, inv_size, out, rstd):
+def _forward(x, z, z_offset, weight, eps, inv_size, out, rstd):
+    """The gate is the ``channels`` columns of ``z`` from ``z_offset`` on."""
     batch, length, channels = x.shape
     groups = rstd.shape[2]
     size = channels // groups
@@ -80,12 +81,14 @@ def _forward(x, z, weight, eps, inv_size, out, rstd):
             for g in range(groups):
                 lo, hi = g * size, (g + 1) * size
                 rstd[b, t, g] = _row_forward(
-                    x[b, t, lo:hi], z[b, t, lo:hi], weight[lo:hi], eps, inv_size, out[b, t, lo:hi]
-                )
+                    x[b, t, lo:hi], z[b, t, z_offset + lo : z_offset + hi], weight[lo:hi], eps, inv_size,
+                    out[b, t, lo:hi],
+                )  # fmt: skip
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _backward(x, z, weight, rstd, inv_size, grad_out, grad_x, grad_z, grad_weight):
+def _backward(x, z, z_offset, weight, rstd, inv_size, grad_out, grad_x, grad_z, grad_weight):
+    """``grad_z`` (the shape of ``z``) written in the gate's columns only."""
     batch, length, channels = x.shape
     groups = rstd.shape[2]
     size = channels // groups
@@ -96,9 +99,10 @@ def _backward(x, z, weight, rstd, inv_size, grad_out, grad_x, grad_z, grad_weigh
         for t in range(length):
             for g in range(groups):
                 lo, hi = g * size, (g + 1) * size
+                z_lo, z_hi = z_offset + lo, z_offset + hi
                 _row_backward(
-                    x[b, t, lo:hi], z[b, t, lo:hi], weight[lo:hi], rstd[b, t, g], inv_size,
-                    grad_out[b, t, lo:hi], grad_x[b, t, lo:hi], grad_z[b, t, lo:hi], grad_w_b[lo:hi], n, sig,
+                    x[b, t, lo:hi], z[b, t, z_lo:z_hi], weight[lo:hi], rstd[b, t, g], inv_size,
+                    grad_out[b, t, lo:hi], grad_x[b, t, lo:hi], grad_z[b, t, z_lo:z_hi], grad_w_b[lo:hi], n, sig,
                 )  # fmt: skip
 
 
@@ -112,7 +116,7 @@ class GatedRMSNorm(torch.autograd.Function):
         rstd = x.new_empty(batch, length, groups)
         scalar = x.numpy().dtype.type
         use_torch_threads()
-        _forward(x.numpy(), z.numpy(), weight.numpy(), scalar(eps), scalar(groups / channels),
+        _forward(x.numpy(), z.numpy(), 0, weight.numpy(), scalar(eps), scalar(groups / channels),
                  out.numpy(), rstd.numpy())  # fmt: skip
         ctx.save_for_backward(x, z, weight, rstd)
         return out
@@ -124,7 +128,7 @@ class GatedRMSNorm(torch.autograd.Function):
         grad_weight = x.new_empty(x.shape[0], x.shape[2])
         use_torch_threads()
         inv_size = x.numpy().dtype.type(rstd.shape[2] / x.shape[2])
-        _backward(x.numpy(), z.numpy(), weight.numpy(), rstd.numpy(), inv_size, grad_out.contiguous().numpy(),
+        _backward(x.numpy(), z.numpy(), 0, weight.numpy(), rstd.numpy(), inv_size, grad_out.contiguous().numpy(),
                   grad_x.numpy(), grad_z.numpy(), grad_weight.numpy())  # fmt: skip
         return grad_x, grad_z, grad_weight.sum(0), None, None
 

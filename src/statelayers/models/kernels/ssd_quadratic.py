@@ -70,43 +70,50 @@ def _decay_row(prefix, t, underflow, row):
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _forward(x, dt, A, scores, D, underflow, y):
-    batch, length, heads, head_dim = x.shape
+def _forward(x, x_offset, dt, A, scores, D, underflow, y):
+    """``y (batch, L, heads, p)``; head ``h`` reads the columns ``x_offset + h p`` to
+    ``x_offset + (h + 1) p`` of ``x (batch, L, width)``."""
+    batch, length, heads, head_dim = y.shape
     per_group = heads // scores.shape[1]
     for b in prange(batch):
         prefix = np.empty(length)  # float64
         dt_row, row = np.empty(length, x.dtype), np.empty(length, x.dtype)
         for h in range(heads):
+            lo = x_offset + h * head_dim
+            hi = lo + head_dim
             scores_h = scores[b, h // per_group]
             _prefix_sums(dt[b, :, h], A[h], prefix, dt_row)
             for t in range(length):
                 _decay_row(prefix, t, underflow, row)
                 for s in range(t + 1):
                     row[s] *= scores_h[t, s] * dt_row[s]  # W[t, s]
-                y_t, x_t = y[b, t, h], x[b, t, h]
+                y_t, x_t = y[b, t, h], x[b, t, lo:hi]
                 for p in range(head_dim):
                     y_t[p] = D[h] * x_t[p]
                 for s in range(t + 1):
-                    weight, x_s = row[s], x[b, s, h]
+                    weight, x_s = row[s], x[b, s, lo:hi]
                     for p in range(head_dim):
                         y_t[p] += weight * x_s[p]
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _backward(grad_y, x, dt, A, scores, D, underflow, grad_x, grad_dt, grad_A, grad_scores, grad_D):
-    batch, length, heads, head_dim = x.shape
+def _backward(grad_y, x, x_offset, dt, A, scores, D, underflow, grad_x, grad_dt, grad_A, grad_scores, grad_D):
+    """``grad_x`` (the shape of ``x``) written in the columns :func:`_forward` read only."""
+    batch, length, heads, head_dim = grad_y.shape
     per_group = heads // scores.shape[1]
     for b in prange(batch):
         grad_scores[b] = 0.0
         prefix, below, grad_dt_direct = np.empty(length), np.empty(length), np.empty(length)  # float64
         dt_row, row = np.empty(length, x.dtype), np.empty(length, x.dtype)
         for h in range(heads):
+            lo = x_offset + h * head_dim
+            hi = lo + head_dim
             g = h // per_group
             scores_h, grad_scores_h = scores[b, g], grad_scores[b, g]
             _prefix_sums(dt[b, :, h], A[h], prefix, dt_row)
             skip = 0.0
             for s in range(length):
-                grad_y_s, x_s, grad_x_s = grad_y[b, s, h], x[b, s, h], grad_x[b, s, h]
+                grad_y_s, x_s, grad_x_s = grad_y[b, s, h], x[b, s, lo:hi], grad_x[b, s, lo:hi]
                 for p in range(head_dim):
                     grad_x_s[p] = D[h] * grad_y_s[p]
                     skip += grad_y_s[p] * x_s[p]
@@ -117,7 +124,7 @@ def _backward(grad_y, x, dt, A, scores, D, underflow, grad_x, grad_dt, grad_A, g
                 _decay_row(prefix, t, underflow, row)
                 grad_y_t = grad_y[b, t, h]
                 for s in range(t + 1):
-                    x_s, grad_x_s = x[b, s, h], grad_x[b, s, h]
+                    x_s, grad_x_s = x[b, s, lo:hi], grad_x[b, s, lo:hi]
                     dot = zero(row[s])
                     for p in range(head_dim):
                         dot += grad_y_t[p] * x_s[p]  # dL/dW[t, s]
@@ -161,24 +168,41 @@ class QuadraticSSD(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, dt, A, scores, D):
         x, dt, A, scores, D = (t.detach().contiguous() for t in (x, dt, A, scores, D))
-        y = torch.empty_like(x)
-        use_torch_threads()
-        inputs = [t.numpy() for t in (x, dt, A, scores, D)]
-        _forward(*inputs, inputs[0].dtype.type(UNDERFLOW), y.numpy())
         ctx.save_for_backward(x, dt, A, scores, D)
-        return y
+        return quadratic_ssd_forward(x.flatten(2), 0, dt, A, scores, D, x.shape[3])
 
     @staticmethod
     def backward(ctx, grad_y):
         x, dt, A, scores, D = ctx.saved_tensors
-        grad_y = grad_y.contiguous()
-        grad_x, grad_dt, grad_scores = torch.empty_like(x), torch.empty_like(dt), torch.empty_like(scores)
-        grad_A, grad_D = x.new_empty(x.shape[0], x.shape[2]), x.new_empty(x.shape[0], x.shape[2])
-        use_torch_threads()
-        inputs = [t.numpy() for t in (x, dt, A, scores, D)]
-        grads = [t.numpy() for t in (grad_x, grad_dt, grad_A, grad_scores, grad_D)]
-        _backward(grad_y.numpy(), *inputs, inputs[0].dtype.type(UNDERFLOW), *grads)
-        return grad_x, grad_dt, grad_A.sum(0), grad_scores, grad_D.sum(0)
+        grad_x = torch.empty_like(x)
+        grads = quadratic_ssd_backward(grad_y, x.flatten(2), 0, dt, A, scores, D, grad_x.flatten(2))
+        return grad_x, *grads
+
+
+def quadratic_ssd_forward(x, x_offset, dt, A, scores, D, head_dim) -> torch.Tensor:
+    """:class:`QuadraticSSD`'s forward on contiguous tensors without autograd, ``x``'s heads
+    being the ``heads x head_dim`` columns of ``x (batch, L, width)`` from ``x_offset`` on;
+    returns ``y (batch, L, heads, head_dim)``."""
+    batch, length, heads = dt.shape
+    y = x.new_empty(batch, length, heads, head_dim)
+    use_torch_threads()
+    inputs = [t.numpy() for t in (dt, A, scores, D)]
+    _forward(x.numpy(), x_offset, *inputs, inputs[0].dtype.type(UNDERFLOW), y.numpy())
+    return y
+
+
+def quadratic_ssd_backward(grad_y, x, x_offset, dt, A, scores, D, grad_x):
+    """:class:`QuadraticSSD`'s backward, the gradient of ``x`` written into the columns of
+    ``grad_x`` (``x``'s shape) that :func:`quadratic_ssd_forward` read; returns the
+    gradients of ``dt, A, scores, D``."""
+    grad_y = grad_y.contiguous()
+    grad_dt, grad_scores = torch.empty_like(dt), torch.empty_like(scores)
+    grad_A, grad_D = dt.new_empty(dt.shape[0], dt.shape[2]), dt.new_empty(dt.shape[0], dt.shape[2])
+    use_torch_threads()
+    inputs = [t.numpy() for t in (dt, A, scores, D)]
+    grads = [t.numpy() for t in (grad_x, grad_dt, grad_A, grad_scores, grad_D)]
+    _backward(grad_y.numpy(), x.numpy(), x_offset, *inputs, inputs[0].dtype.type(UNDERFLOW), *grads)
+    return grad_dt, grad_A.sum(0), grad_scores, grad_D.sum(0)
 
 
 def decays_to_end(a: torch.Tensor) -> torch.Tensor:
