@@ -7,8 +7,10 @@ backward, into one compiled pass that keeps the state in cache
 (:mod:`~statelayers.models.kernels.selective_scan` for Mamba-1,
 :mod:`~statelayers.models.kernels.ssd` for Mamba-2, :mod:`~statelayers.models.kernels.causal_conv`
 for both mixers' Conv1D); :mod:`~statelayers.models.kernels.gated_norm` does the same for
-Mamba-2's gated RMSNorm. Only these modules import numba (this package's ``__init__`` does not), and
-only CPU tensors reach them, so a GPU machine without numba never imports it.
+Mamba-2's gated RMSNorm, and :mod:`~statelayers.models.kernels.mamba2_block` runs those
+three of Mamba-2's in training on the input projection in place. Only these modules
+import numba (this package's ``__init__`` does not), and only CPU tensors reach them, so
+a GPU machine without numba never imports it.
 Compiled code is cached on disk (numba's ``cache=True``, beside the sources or in
 ``NUMBA_CACHE_DIR``), so only the first job on a machine pays for compilation.
 """

@@ -14,6 +14,8 @@ Conv1D (:mod:`~statelayers.models.kernels.causal_conv`), SSD
 (:mod:`~statelayers.models.kernels.gated_norm`) kernels read the columns of
 ``zxbcdt`` and of the convolution's output they need in place, and their backward passes
 write ``z``'s, ``xBC``'s and ``x``'s gradients into the columns of one buffer each.
+The kernels run a little slower on those wider rows, so the step gains less than the
+copies took: 2-6 % at one thread (benchmarks/README.md, section ``mamba_step.csv``).
 
 The arithmetic is the unfused path's, operation for operation: the same kernels, the
 step sizes ``clamp(softplus(dt + b))`` and the scores ``C B^T`` as the same PyTorch
