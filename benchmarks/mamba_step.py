@@ -98,12 +98,6 @@ def scan_free_chunks(x, dt, A, B, C, chunk_size, D=None, **_):
     return x * D[:, None] + touch
 
 
-def unfused_mixer(*args, **kwargs) -> None:
-    """transformers' fused-mixer hook as it is without mamba-ssm: ``None``, so
-    ``Mamba2Mixer`` runs its unfused path (Conv1D, scan and gated norm one by one)."""
-    return None
-
-
 def make_step(arch: str, scan: str, batch: int | None = None, length: int = 40):
     """One training step of the workflow's ``arch`` as a closure; ``scan`` is ``fast``,
     ``ssd-steps`` (``fast`` with Mamba-2's step-by-step SSD kernel at every length),
@@ -130,7 +124,7 @@ def make_step(arch: str, scan: str, batch: int | None = None, length: int = 40):
         modeling_mamba.mamba_selective_scan = scan_free
         modeling_mamba2.mamba2_chunk_scan = scan_free_chunks
     if scan.startswith("scan-free") or scan == "unfused":  # the mixer's unfused path
-        modeling_mamba2.mamba2_split_conv1d_scan_combined = unfused_mixer
+        modeling_mamba2.mamba2_split_conv1d_scan_combined = mamba_scan.UNFUSED_MIXER
     training = yaml.safe_load(CONFIG.read_text())["training"]  # TrainConfig has no defaults
     batch = batch or training["batch_size"]
     names = {field.name for field in dataclasses.fields(TrainConfig)}

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from transformers.models.mamba2 import modeling_mamba2
 
 from statelayers.measure.conv1d import inference_behaviour
+from statelayers.models.mamba_scan import UNFUSED_MIXER
 from statelayers.models.spec import ModelSpec
 from statelayers.models.tagger import build_model, conv_layers, make_conv_identity
 from statelayers.report.conv1d import conv1d_summary, conv1d_table, holm, per_seed_differences
@@ -67,7 +68,7 @@ def test_the_no_conv_variants_convolution_is_the_identity_on_every_path(
     assert (original is causal_conv1d) is (backend == "torch" and scan == "fast")
     if family == "mamba2" and mode == "train" and (backend, scan) == ("torch", "fast"):
         # the unfused path, whose convolution this records; the fused block's: the test below
-        monkeypatch.setattr(modeling_mamba2, "mamba2_split_conv1d_scan_combined", lambda *a, **k: None)
+        monkeypatch.setattr(modeling_mamba2, "mamba2_split_conv1d_scan_combined", UNFUSED_MIXER)
     for arch, model in models.items():
         calls.clear()
         model(torch.randint(0, 5, (2, 9), device=device))

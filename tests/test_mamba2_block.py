@@ -17,18 +17,13 @@ FAMILY = {"state_size": 64, "head_dim": 32, "chunk_size": 20}
 PARITY = {**FAMILY, "head_dim": 16, "time_step_max": 0.01}
 
 
-def unfused(*args, **kwargs):
-    """The hook as transformers leaves it without mamba-ssm: ``None``, the unfused path."""
-    return None
-
-
 def step(options: dict, length: int = 40, threads: int = 1, fused: bool = True, seed: int = 0):
     """Loss and every parameter's gradient of one training forward and backward pass."""
     spec = matched_spec("mamba2", "parity", None, 32, 2, options, 60_000)
     torch.manual_seed(seed)
     model = build_model(spec).train()
     tokens = torch.randint(0, 2, (3, length), generator=torch.Generator().manual_seed(seed))
-    hook = mamba_scan.split_conv1d_scan_combined if fused else unfused
+    hook = mamba_scan.split_conv1d_scan_combined if fused else mamba_scan.UNFUSED_MIXER
     calls = mock.Mock(wraps=mamba2_block.SplitConvScanNorm.apply)
     before = torch.get_num_threads()
     torch.set_num_threads(threads)

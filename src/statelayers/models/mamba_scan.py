@@ -58,6 +58,10 @@ REFERENCE_CHUNK_SCAN = inspect.unwrap(modeling_mamba2.mamba2_chunk_scan)
 """transformers' chunked PyTorch SSD for Mamba-2, likewise."""
 REFERENCE_GATED_NORM = modeling_mamba2.Mamba2RMSNormGated.forward
 """transformers' PyTorch gated RMSNorm of the Mamba-2 mixer (``Mamba2RMSNormGated.forward``)."""
+UNFUSED_MIXER = inspect.unwrap(modeling_mamba2.mamba2_split_conv1d_scan_combined)
+"""transformers' stand-in for mamba-ssm's fused Mamba-2 mixer: it returns ``None``, on
+which ``Mamba2Mixer`` runs its unfused path (what the ``reference`` scan and the GPU
+without mamba-ssm run in training, and what the tests and benchmarks compare with)."""
 
 QUADRATIC_MAX_LENGTH = 64
 """The longest sequence Mamba-2 runs in SSD's quadratic form; its terms outgrow the step-by-step kernel beyond."""

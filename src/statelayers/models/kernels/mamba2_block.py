@@ -82,7 +82,6 @@ class SplitConvScanNorm(torch.autograd.Function):
         out = torch.empty_like(y)
         rstd = y.new_empty(batch, length, groups)
         scalar = y.numpy().dtype.type
-        use_torch_threads()
         gated_norm._forward(y.numpy(), projected.numpy(), 0, norm_weight.numpy(), scalar(eps),
                             scalar(groups / d_inner), out.numpy(), rstd.numpy())  # fmt: skip
         ctx.save_for_backward(
