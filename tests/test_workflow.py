@@ -100,6 +100,9 @@ def test_erasure_tables_cover_every_layer_method_and_length(workdir):
     assert erasures.groupby(["arch", "task"]).size().min() > 0
     assert (erasures["drop"] == erasures["accuracy_before"] - erasures["accuracy_after"]).all()
     assert erasures["drop"].abs().max() > 0  # some erasure changes behaviour
+    refit = erasures["method"].isin(["probe", "inlp", "leace"])  # erasures.refit_methods
+    assert erasures.loc[refit, "refit_probe_accuracy"].between(0, 1).all()
+    assert erasures.loc[~refit, "refit_probe_accuracy"].isna().all()
     readability = pd.read_csv(tables / "readability_vs_causality.csv")
     assert len(readability) == 15 * 3  # runs x (probe, inlp, leace)
     assert readability["best_probe_layer"].between(0, 2).all()

@@ -26,8 +26,9 @@ those coordinates). The methods:
     which no linear classifier beats a constant predictor on the training states.
 
 Each erasure is fit on the probe split at the training length and applied unchanged
-at every evaluation length. After erasing, a fresh probe is fit on the erased states:
-if the variable is still decodable, the erased subspace was not where it lived.
+at every evaluation length. After erasing with one of ``ErasureConfig.refit_methods``, a
+fresh probe is fit on the erased states: if the variable is still decodable, the erased
+subspace was not where it lived.
 """
 
 from __future__ import annotations
@@ -139,6 +140,9 @@ class ErasureConfig:
     inlp_iterations: int = 4
     fit_tokens: int = 4000
     """Tokens (whole sequences) of the probe split used to fit erasures and re-fit probes."""
+    refit_methods: tuple[str, ...] = ("probe", "inlp", "leace")
+    """Methods whose erased states get a fresh probe; the others' ``refit_probe_accuracy``
+    is NaN. Each re-fit is a logistic regression, most of an erasures job's time."""
     seed: int = 0
 
 
@@ -212,8 +216,9 @@ def erasure_rows(
 ) -> list[dict]:
     """Every erasure at every layer, scored at every evaluation length.
 
-    ``test_data`` maps evaluation length to arrays with ``tokens`` and ``labels``. Each
-    row also carries the accuracy of a probe re-fit on the erased probe-split states.
+    ``test_data`` maps evaluation length to arrays with ``tokens`` and ``labels``. A row
+    of a method in ``config.refit_methods`` also carries the accuracy of a probe re-fit
+    on the erased probe-split states.
     """
     before, clean = {}, {}
     for length, data in test_data.items():
@@ -228,7 +233,10 @@ def erasure_rows(
         probe, probe_scores = fit_probe(X, y, groups, probe_config)
         rng = np.random.default_rng([config.seed, run_seed, layer])  # own random controls per run and layer
         for erasure in erasures(X, y, groups, probe, config, probe_config, rng):
-            _, refit = fit_probe(erasure.apply_numpy(X), y, groups, probe_config)
+            refit_accuracy = float("nan")
+            if erasure.method in config.refit_methods:
+                _, refit = fit_probe(erasure.apply_numpy(X), y, groups, probe_config)
+                refit_accuracy = refit["probe_accuracy"]
             for length, data in test_data.items():
                 after = edited_accuracy(model, data, clean[length], layer, erasure)
                 rows.append(
@@ -243,7 +251,7 @@ def erasure_rows(
                         "accuracy_after": after,
                         "drop": before[length] - after,
                         "probe_accuracy": probe_scores["probe_accuracy"],
-                        "refit_probe_accuracy": refit["probe_accuracy"],
+                        "refit_probe_accuracy": refit_accuracy,
                         "majority_baseline": probe_scores["majority_baseline"],
                     }
                 )
