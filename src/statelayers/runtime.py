@@ -3,7 +3,9 @@ memory allocator, and the environment of the CUDA kernels."""
 
 from __future__ import annotations
 
+import atexit
 import ctypes
+import gc
 import logging
 import os
 import sys
@@ -74,10 +76,24 @@ def keep_freed_memory() -> bool:
     return bool(mallopt(M_MMAP_THRESHOLD, HEAP_ALLOCATION_LIMIT)) and bool(mallopt(M_TRIM_THRESHOLD, 1 << 30))
 
 
+def skip_final_collection() -> None:
+    """At exit, move every object to the garbage collector's permanent generation
+    (``gc.freeze``), so the interpreter's last collection does not walk them.
+
+    A job that imports torch and transformers' models holds about 370 000 objects, and
+    walking them took 0.95 s of the exit of such a process against 0.14 s frozen, for
+    every one of the run's model jobs. What it gives up: objects in reference cycles are
+    not finalised at exit. The jobs do not rely on that: their outputs are written and
+    closed before the script ends (:mod:`statelayers.files`), and logging flushes its
+    handlers in its own exit handler, which runs after this one."""
+    atexit.register(gc.freeze)
+
+
 def start(log_path: str | None = None, threads: int | None = None) -> logging.Logger:
     """Log to ``log_path`` (Snakemake's per-job log) and stderr, uncaught errors included;
     pin torch and the numba kernels to ``threads``; set :data:`KERNEL_ENVIRONMENT`; keep
-    freed memory in the heap (:func:`keep_freed_memory`).
+    freed memory in the heap (:func:`keep_freed_memory`); skip the garbage collection at
+    exit (:func:`skip_final_collection`).
 
     Snakemake exports OMP/MKL thread counts from the rule's ``threads``, but torch's
     intra-op pool is sized at import, so it is set here explicitly. numba sizes its pool
@@ -104,6 +120,7 @@ def start(log_path: str | None = None, threads: int | None = None) -> logging.Lo
     sys.excepthook = log_uncaught
     kernel_environment()
     keep_freed_memory()
+    skip_final_collection()
     if threads:
         import torch
 
