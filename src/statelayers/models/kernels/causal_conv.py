@@ -109,34 +109,40 @@ class FusedCausalConv(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, gated):
-        out = torch.empty_like(x)
-        use_torch_threads()
-        _forward(x.numpy(), 0, weight.numpy(), bias.numpy(), gated, out.numpy())
         ctx.save_for_backward(x, weight, bias)
         ctx.gated = gated
-        return out
+        return causal_conv_forward(x, 0, weight, bias, gated)
 
     @staticmethod
     def backward(ctx, grad_out):
         x, weight, bias = ctx.saved_tensors
-        batch, _, channels = x.shape
         grad_x = torch.empty_like(x)
-        grad_weight = x.new_empty(batch, *weight.shape)
-        grad_bias = x.new_empty(batch, channels)
-        threads = use_torch_threads()
-        _backward(
-            x.numpy(),
-            0,
-            weight.numpy(),
-            bias.numpy(),
-            ctx.gated,
-            grad_out.contiguous().numpy(),
-            grad_x.numpy(),
-            grad_weight.numpy(),
-            grad_bias.numpy(),
-            x.new_empty(threads, *grad_out.shape[1:]).numpy(),
-        )
-        return grad_x, grad_weight.sum(0), grad_bias.sum(0), None
+        return grad_x, *causal_conv_backward(x, 0, weight, bias, ctx.gated, grad_out, grad_x), None
+
+
+def causal_conv_forward(x, offset, weight, bias, gated) -> torch.Tensor:
+    """:class:`FusedCausalConv`'s forward without autograd on the ``channels`` columns of
+    ``x (batch, L, width)`` from ``offset`` on, ``weight (k, channels)``; returns ``(batch,
+    L, channels)``."""
+    out = x.new_empty(x.shape[0], x.shape[1], weight.shape[1])
+    use_torch_threads()
+    _forward(x.numpy(), offset, weight.numpy(), bias.numpy(), gated, out.numpy())
+    return out
+
+
+def causal_conv_backward(
+    x, offset, weight, bias, gated, grad_out, grad_x
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:class:`FusedCausalConv`'s backward, the gradient of ``x`` written into the columns
+    of ``grad_x`` (``x``'s shape) that :func:`causal_conv_forward` read; returns the
+    gradients of ``weight`` and ``bias``."""
+    batch, length, channels = grad_out.shape
+    grad_weight, grad_bias = x.new_empty(batch, *weight.shape), x.new_empty(batch, channels)
+    threads = use_torch_threads()
+    _backward(x.numpy(), offset, weight.numpy(), bias.numpy(), gated, grad_out.contiguous().numpy(),
+              grad_x.numpy(), grad_weight.numpy(), grad_bias.numpy(),
+              x.new_empty(threads, length, channels).numpy())  # fmt: skip
+    return grad_weight.sum(0), grad_bias.sum(0)
 
 
 def causal_conv1d_fn(

@@ -111,26 +111,42 @@ class GatedRMSNorm(torch.autograd.Function):
 
     @staticmethod
     def forward(ctx, x, z, weight, eps, groups):
-        batch, length, channels = x.shape
-        out = torch.empty_like(x)
-        rstd = x.new_empty(batch, length, groups)
-        scalar = x.numpy().dtype.type
-        use_torch_threads()
-        _forward(x.numpy(), z.numpy(), 0, weight.numpy(), scalar(eps), scalar(groups / channels),
-                 out.numpy(), rstd.numpy())  # fmt: skip
+        out, rstd = gated_rms_norm_forward(x, z, 0, weight, eps, groups)
         ctx.save_for_backward(x, z, weight, rstd)
         return out
 
     @staticmethod
     def backward(ctx, grad_out):
         x, z, weight, rstd = ctx.saved_tensors
-        grad_x, grad_z = torch.empty_like(x), torch.empty_like(z)
-        grad_weight = x.new_empty(x.shape[0], x.shape[2])
-        use_torch_threads()
-        inv_size = x.numpy().dtype.type(rstd.shape[2] / x.shape[2])
-        _backward(x.numpy(), z.numpy(), 0, weight.numpy(), rstd.numpy(), inv_size, grad_out.contiguous().numpy(),
-                  grad_x.numpy(), grad_z.numpy(), grad_weight.numpy())  # fmt: skip
-        return grad_x, grad_z, grad_weight.sum(0), None, None
+        grad_z = torch.empty_like(z)
+        grad_x, grad_weight = gated_rms_norm_backward(x, z, 0, weight, rstd, grad_out, grad_z)
+        return grad_x, grad_z, grad_weight, None, None
+
+
+def gated_rms_norm_forward(x, z, z_offset, weight, eps, groups) -> tuple[torch.Tensor, torch.Tensor]:
+    """:class:`GatedRMSNorm`'s forward without autograd, the gate being the ``channels``
+    columns of ``z`` from ``z_offset`` on; returns the output and each group's ``1/rms``."""
+    batch, length, channels = x.shape
+    out, rstd = torch.empty_like(x), x.new_empty(batch, length, groups)
+    scalar = x.numpy().dtype.type
+    use_torch_threads()
+    _forward(x.numpy(), z.numpy(), z_offset, weight.numpy(), scalar(eps), scalar(groups / channels),
+             out.numpy(), rstd.numpy())  # fmt: skip
+    return out, rstd
+
+
+def gated_rms_norm_backward(
+    x, z, z_offset, weight, rstd, grad_out, grad_z
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """:class:`GatedRMSNorm`'s backward, the gate's gradient written into the columns of
+    ``grad_z`` (``z``'s shape) that :func:`gated_rms_norm_forward` read; returns the
+    gradients of ``x`` and ``weight``."""
+    grad_x, grad_weight = torch.empty_like(x), x.new_empty(x.shape[0], x.shape[2])
+    use_torch_threads()
+    inv_size = x.numpy().dtype.type(rstd.shape[2] / x.shape[2])
+    _backward(x.numpy(), z.numpy(), z_offset, weight.numpy(), rstd.numpy(), inv_size, grad_out.contiguous().numpy(),
+              grad_x.numpy(), grad_z.numpy(), grad_weight.numpy())  # fmt: skip
+    return grad_x, grad_weight.sum(0)
 
 
 def gated_rms_norm(

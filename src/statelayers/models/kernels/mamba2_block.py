@@ -17,9 +17,10 @@ write ``z``'s, ``xBC``'s and ``x``'s gradients into the columns of one buffer ea
 The kernels run a little slower on those wider rows, so the step gains less than the
 copies took: 2-6 % at one thread (benchmarks/README.md, section ``mamba_step.csv``).
 
-The arithmetic is the unfused path's, operation for operation: the same kernels, the
-step sizes ``clamp(softplus(dt + b))`` and the scores ``C B^T`` as the same PyTorch
-operations (their backward passes by autograd, on the saved inputs). So outputs and
+The arithmetic is the unfused path's, operation for operation: the same kernels, and
+the step sizes ``clamp(softplus(dt + b))`` and the scores ``C B^T`` by the same
+functions (``ssd_quadratic.step_sizes`` and ``ssd_scores``; their backward passes by
+autograd, on the saved inputs). So outputs and
 gradients are bit-identical to it (``tests/test_mamba2_block.py``); only copies go.
 transformers calls it as ``mamba2_split_conv1d_scan_combined``
 (:func:`statelayers.models.mamba_scan.split_conv1d_scan_combined`), the hook that
@@ -29,30 +30,26 @@ mamba-ssm's fused kernel fills on a GPU.
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 
-from statelayers.models.kernels import causal_conv, gated_norm
-from statelayers.models.kernels.ssd_quadratic import quadratic_ssd_backward, quadratic_ssd_forward
-from statelayers.models.kernels.threads import use_torch_threads
-
-
-def _step_sizes(projected: torch.Tensor, dt_bias: torch.Tensor, start: int, dt_limit) -> torch.Tensor:
-    """``clamp(softplus(dt + dt_bias))`` from the last columns of ``projected``, as
-    :func:`statelayers.models.kernels.ssd_quadratic.mamba_chunk_scan_combined` computes it."""
-    return F.softplus(projected[..., start:] + dt_bias).clamp(dt_limit[0], dt_limit[1])
+from statelayers.models.kernels.causal_conv import causal_conv_backward, causal_conv_forward
+from statelayers.models.kernels.gated_norm import gated_rms_norm_backward, gated_rms_norm_forward
+from statelayers.models.kernels.ssd_quadratic import (
+    quadratic_ssd_backward,
+    quadratic_ssd_forward,
+    ssd_scores,
+    step_sizes,
+)
 
 
 def _scores(
     conv_out: torch.Tensor, start: int, groups: int
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """``B``, ``C`` (views of ``conv_out``'s columns from ``start``) and the scores
-    ``C B^T (batch, groups, L, L)``, as the unfused path computes them."""
+    """``B``, ``C`` (views of ``conv_out``'s columns from ``start``) and their scores."""
     batch, length, channels = conv_out.shape
     state = (channels - start) // (2 * groups)
     B = conv_out[..., start : start + groups * state].view(batch, length, groups, state)
     C = conv_out[..., start + groups * state :].view(batch, length, groups, state)
-    B_g, C_g = B.transpose(1, 2).contiguous(), C.transpose(1, 2).contiguous()
-    return B, C, torch.matmul(C_g, B_g.transpose(-1, -2))
+    return B, C, ssd_scores(B, C)
 
 
 class SplitConvScanNorm(torch.autograd.Function):
@@ -70,20 +67,12 @@ class SplitConvScanNorm(torch.autograd.Function):
         d_inner, conv_dim = norm_weight.shape[0], conv_weight.shape[0]
         weight_t = conv_weight.detach().t().contiguous()
         bias = conv_weight.new_zeros(conv_dim) if conv_bias is None else conv_bias.detach().contiguous()
-        conv_out = projected.new_empty(batch, length, conv_dim)
-        use_torch_threads()
-        causal_conv._forward(
-            projected.numpy(), d_inner, weight_t.numpy(), bias.numpy(), True, conv_out.numpy()
-        )
-        dt = _step_sizes(projected, dt_bias.detach(), d_inner + conv_dim, dt_limit)
+        conv_out = causal_conv_forward(projected, d_inner, weight_t, bias, True)
+        dt = step_sizes(projected[..., d_inner + conv_dim :], dt_bias.detach(), True, dt_limit)
         _, _, scores = _scores(conv_out, d_inner, groups)
         A, D, norm_weight = (t.detach().contiguous() for t in (A, D, norm_weight))
         y = quadratic_ssd_forward(conv_out, 0, dt, A, scores, D, head_dim).view(batch, length, d_inner)
-        out = torch.empty_like(y)
-        rstd = y.new_empty(batch, length, groups)
-        scalar = y.numpy().dtype.type
-        gated_norm._forward(y.numpy(), projected.numpy(), 0, norm_weight.numpy(), scalar(eps),
-                            scalar(groups / d_inner), out.numpy(), rstd.numpy())  # fmt: skip
+        out, rstd = gated_rms_norm_forward(y, projected, 0, norm_weight, eps, groups)
         ctx.save_for_backward(
             projected, weight_t, bias, conv_out, dt_bias, A, D, dt, scores, y, norm_weight, rstd
         )
@@ -99,12 +88,9 @@ class SplitConvScanNorm(torch.autograd.Function):
         batch, length, d_inner = y.shape
         conv_dim, heads = conv_out.shape[2], dt.shape[2]
         grad_projected = torch.empty_like(projected)
-        grad_y, grad_norm_weight = torch.empty_like(y), y.new_empty(batch, d_inner)
-        use_torch_threads()
-        inv_size = y.numpy().dtype.type(ctx.groups / d_inner)
-        gated_norm._backward(y.numpy(), projected.numpy(), 0, norm_weight.numpy(), rstd.numpy(), inv_size,
-                             grad_out.contiguous().numpy(), grad_y.numpy(), grad_projected.numpy(),
-                             grad_norm_weight.numpy())  # fmt: skip
+        grad_y, grad_norm_weight = gated_rms_norm_backward(
+            y, projected, 0, norm_weight, rstd, grad_out, grad_projected
+        )
         grad_conv_out = torch.empty_like(conv_out)
         grad_dt, grad_A, grad_scores, grad_D = quadratic_ssd_backward(
             grad_y.view(batch, length, heads, ctx.head_dim), conv_out, 0, dt, A, scores, D, grad_conv_out
@@ -115,20 +101,16 @@ class SplitConvScanNorm(torch.autograd.Function):
             conv_leaf = conv_out.detach().requires_grad_()
             B, C, scores_again = _scores(conv_leaf, d_inner, ctx.groups)
             grad_B, grad_C, grad_dt_raw, grad_dt_bias = torch.autograd.grad(
-                (scores_again, _step_sizes(dt_raw, dt_bias_leaf, 0, ctx.dt_limit)),
+                (scores_again, step_sizes(dt_raw, dt_bias_leaf, True, ctx.dt_limit)),
                 (B, C, dt_raw, dt_bias_leaf),
                 (grad_scores, grad_dt),
             )
         state_columns = ctx.groups * B.shape[3]
         grad_conv_out[..., d_inner : d_inner + state_columns].view_as(B).copy_(grad_B)
         grad_conv_out[..., d_inner + state_columns :].view_as(C).copy_(grad_C)
-        width = weight_t.shape[0]
-        grad_weight, grad_bias = y.new_empty(batch, width, conv_dim), y.new_empty(batch, conv_dim)
-        threads = use_torch_threads()
-        causal_conv._backward(projected.numpy(), d_inner, weight_t.numpy(), bias.numpy(), True,
-                              grad_conv_out.numpy(), grad_projected.numpy(), grad_weight.numpy(), grad_bias.numpy(),
-                              y.new_empty(threads, length, conv_dim).numpy())  # fmt: skip
+        grad_weight, grad_bias = causal_conv_backward(
+            projected, d_inner, weight_t, bias, True, grad_conv_out, grad_projected
+        )
         grad_projected[..., d_inner + conv_dim :] = grad_dt_raw
-        grad_conv_bias = grad_bias.sum(0) if ctx.has_bias else None
-        return (grad_projected, grad_weight.sum(0).t(), grad_conv_bias, grad_dt_bias, grad_A, grad_D,
-                grad_norm_weight.sum(0), None, None, None, None)  # fmt: skip
+        return (grad_projected, grad_weight.t(), grad_bias if ctx.has_bias else None, grad_dt_bias, grad_A,
+                grad_D, grad_norm_weight, None, None, None, None)  # fmt: skip

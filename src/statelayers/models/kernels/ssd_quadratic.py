@@ -213,6 +213,24 @@ def decays_to_end(a: torch.Tensor) -> torch.Tensor:
     return exponent.masked_fill(exponent < UNDERFLOW, -math.inf).exp()
 
 
+def step_sizes(
+    dt: torch.Tensor, dt_bias: torch.Tensor | None, softplus: bool, dt_limit: tuple[float, float]
+) -> torch.Tensor:
+    """Mamba-2's step sizes ``clamp(softplus(dt + dt_bias))`` (the bias and the softplus
+    where given)."""
+    if dt_bias is not None:
+        dt = dt + dt_bias
+    if softplus:
+        dt = F.softplus(dt)
+    return dt.clamp(dt_limit[0], dt_limit[1])
+
+
+def ssd_scores(B: torch.Tensor, C: torch.Tensor) -> torch.Tensor:
+    """SSD's scores ``C B^T (batch, groups, t, s)`` from ``B, C (batch, L, groups, n)``."""
+    B_g, C_g = B.transpose(1, 2).contiguous(), C.transpose(1, 2).contiguous()  # (batch, groups, L, n)
+    return torch.matmul(C_g, B_g.transpose(-1, -2))
+
+
 def mamba_chunk_scan_combined(
     x: torch.Tensor,
     dt: torch.Tensor,
@@ -236,14 +254,8 @@ def mamba_chunk_scan_combined(
     if groups == 0 or heads % groups:
         raise ValueError(f"{heads} heads do not split into {groups} groups")
     per_group = heads // groups
-    if dt_bias is not None:
-        dt = dt + dt_bias
-    if dt_softplus:
-        dt = F.softplus(dt)
-    dt = dt.clamp(dt_limit[0], dt_limit[1])  # (batch, length, heads)
-    B_g, C_g = B.transpose(1, 2).contiguous(), C.transpose(1, 2).contiguous()  # (batch, groups, length, n)
-    scores = torch.matmul(C_g, B_g.transpose(-1, -2))  # (batch, groups, t, s)
-    out = QuadraticSSD.apply(x, dt, A, scores, x.new_zeros(heads) if D is None else D)
+    dt = step_sizes(dt, dt_bias, dt_softplus, dt_limit)  # (batch, length, heads)
+    out = QuadraticSSD.apply(x, dt, A, ssd_scores(B, C), x.new_zeros(heads) if D is None else D)
     if not return_final_states:
         return out
     log_decay = (dt * A).transpose(1, 2)  # (batch, heads, length)
@@ -252,5 +264,6 @@ def mamba_chunk_scan_combined(
     weighted = (drive.reshape(batch, groups, per_group * length, head_dim) * to_end).reshape(
         batch * groups, per_group, length, head_dim
     )
-    last = torch.matmul(weighted.transpose(-1, -2), B_g.view(batch * groups, 1, length, n_state))
+    B_g = B.transpose(1, 2).reshape(batch * groups, 1, length, n_state)
+    last = torch.matmul(weighted.transpose(-1, -2), B_g)
     return out, last.view(batch, heads, head_dim, n_state)
