@@ -38,12 +38,16 @@ the remaining time goes). ``--exp`` times the kernels' inner loop, ``exp(dt * A)
 block of channels, with this package's vectorisable float32 exponential and with
 ``math.exp`` (libm's scalar ``expf``, what numba emits without SVML). ``--ssd 40 64``
 times Mamba-2's two CPU forms of SSD alone, forward and forward plus backward, at the
-study's sizes and the given lengths, and exits.
+study's sizes and the given lengths, and exits. ``--in-step`` times each kernel of
+Mamba-2's fused block per call inside the training step, and then alone on the
+step's last arguments (what the per-kernel timings of benchmarks/README.md measure), and
+exits.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import contextlib
 import dataclasses
 import os
@@ -63,7 +67,7 @@ from transformers.models.mamba2 import modeling_mamba2
 
 from statelayers import runtime
 from statelayers.models import causal_conv, mamba_scan
-from statelayers.models.kernels import ssd, ssd_quadratic
+from statelayers.models.kernels import mamba2_block, ssd, ssd_quadratic
 from statelayers.models.tagger import build_model, matched_spec
 from statelayers.settings import resolve
 from statelayers.training import TrainConfig, make_optimizer, training_step
@@ -221,6 +225,87 @@ def ssd_milliseconds(length: int, threads: int, repeats: int, calls: int = 10) -
     return best
 
 
+BLOCK_KERNELS = (
+    "causal_conv_forward",
+    "quadratic_ssd_forward",
+    "gated_rms_norm_forward",
+    "gated_rms_norm_backward",
+    "quadratic_ssd_backward",
+    "causal_conv_backward",
+)
+"""The kernels :class:`~statelayers.models.kernels.mamba2_block.SplitConvScanNorm` calls, in order."""
+
+
+def in_step_milliseconds(
+    threads: int, steps: int, repeats: int, calls: int = 20, evict_mb: int = 512
+) -> pd.DataFrame:
+    """Milliseconds per call of each of :data:`BLOCK_KERNELS` in Mamba-2's training step
+    (the family's options; mean over the step's layers and ``steps`` steps, best of
+    ``repeats`` rounds), and alone on the arguments of its last call in the step: the same
+    call ``calls`` times, each output freed before the next call (so its memory is reused),
+    and again with every output kept alive, as a step keeps its activations for the
+    backward pass; and alone with its inputs evicted from every cache, by writing
+    ``evict_mb`` MB of other memory before each of ``calls // 4`` calls (best of ``repeats``)."""
+    torch.set_num_threads(threads)
+    seconds: dict[str, list[float]] = collections.defaultdict(list)
+    last_call: dict[str, tuple] = {}
+
+    def timed(name, kernel):
+        def call(*args):
+            start = time.perf_counter()
+            result = kernel(*args)
+            seconds[name].append(time.perf_counter() - start)
+            last_call[name] = args
+            return result
+
+        return call
+
+    in_step: dict[str, float] = {}
+    with contextlib.ExitStack() as stack:
+        for name in BLOCK_KERNELS:
+            kernel = getattr(mamba2_block, name)
+            stack.enter_context(mock.patch.object(mamba2_block, name, timed(name, kernel)))
+        step = make_step("mamba2", "fast")
+        step()
+        for _ in range(repeats):
+            seconds.clear()
+            for _ in range(steps):
+                step()
+            for name, times in seconds.items():
+                in_step[name] = min(in_step.get(name, float("inf")), sum(times) / len(times) * 1e3)
+    rows = []
+    other_memory = torch.zeros(evict_mb << 18)
+    for name in BLOCK_KERNELS:
+        kernel, args = getattr(mamba2_block, name), last_call[name]
+        alone = kept = evicted = float("inf")
+        for _ in range(repeats):
+            total = 0.0
+            for _ in range(calls // 4):
+                other_memory.add_(1.0)
+                start = time.perf_counter()
+                kernel(*args)
+                total += time.perf_counter() - start
+            evicted = min(evicted, total / (calls // 4) * 1e3)
+            start = time.perf_counter()
+            for _ in range(calls):
+                kernel(*args)
+            alone = min(alone, (time.perf_counter() - start) / calls * 1e3)
+            start = time.perf_counter()
+            outputs = [kernel(*args) for _ in range(calls)]
+            kept = min(kept, (time.perf_counter() - start) / calls * 1e3)
+            del outputs
+        rows.append(
+            dict(
+                kernel=name,
+                in_step=in_step[name],
+                alone=alone,
+                alone_outputs_kept=kept,
+                alone_inputs_evicted=evicted,
+            )
+        )
+    return pd.DataFrame(rows)
+
+
 def first_call_seconds() -> dict[str, float]:
     """Seconds of ``python -m statelayers.models.kernels`` (start-up with torch and numba, then
     one forward and backward of each kernel), with an empty numba cache and then with
@@ -310,9 +395,10 @@ def per_thread_count(args: argparse.Namespace) -> pd.DataFrame | None:
         child += ["--repeats", str(args.repeats)]
         child += ["--profile", args.profile] if args.profile else []
         child += ["--ssd", *map(str, args.ssd)] if args.ssd else []
+        child += ["--in-step"] if args.in_step else []
         with tempfile.TemporaryDirectory() as scratch:
             rows = Path(scratch) / "rows.csv"
-            child += [] if args.profile or args.ssd else ["--csv", str(rows)]
+            child += [] if args.profile or args.ssd or args.in_step else ["--csv", str(rows)]
             environment = {**os.environ, **{name: str(threads) for name in THREAD_VARIABLES}}
             sys.stdout.flush()  # what this process printed comes before the child's output
             subprocess.run(child, env=environment, check=True)
@@ -332,6 +418,9 @@ def main() -> None:
     parser.add_argument("--exp", action="store_true", help="time the vectorised exp against libm's")
     parser.add_argument(
         "--ssd", type=int, nargs="*", help="time Mamba-2's two SSD forms alone at these lengths"
+    )
+    parser.add_argument(
+        "--in-step", action="store_true", help="time Mamba-2's block kernels in the step and alone"
     )
     args = parser.parse_args()
     if args.exp:
@@ -355,6 +444,12 @@ def main() -> None:
     if args.profile:
         for threads in args.threads:
             profile(args.profile, threads, args.steps)
+        return
+    if args.in_step:
+        for threads in args.threads:
+            table = in_step_milliseconds(threads, args.steps, args.repeats)
+            print(f"Mamba-2's block kernels, ms per call, {threads} threads, best of {args.repeats}")
+            print(table.to_string(index=False, float_format="%.2f"))
         return
     table = pd.concat([time_rows(threads, args.steps, args.repeats) for threads in args.threads])
     for threads, rows in table.groupby("threads", sort=False):
