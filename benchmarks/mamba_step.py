@@ -273,36 +273,33 @@ def in_step_milliseconds(
                 step()
             for name, times in seconds.items():
                 in_step[name] = min(in_step.get(name, float("inf")), sum(times) / len(times) * 1e3)
-    rows = []
     other_memory = torch.zeros(evict_mb << 18)
-    for name in BLOCK_KERNELS:
-        kernel, args = getattr(mamba2_block, name), last_call[name]
-        alone = kept = evicted = float("inf")
-        for _ in range(repeats):
-            total = 0.0
-            for _ in range(calls // 4):
+
+    def per_call(name: str, count: int, evict: bool = False, keep: bool = False) -> float:
+        """Mean ms of ``count`` lone calls of kernel ``name`` on its last arguments in the
+        step, the eviction (if any) untimed."""
+        kernel, total, outputs = getattr(mamba2_block, name), 0.0, []
+        for _ in range(count):
+            if evict:
                 other_memory.add_(1.0)
-                start = time.perf_counter()
-                kernel(*args)
-                total += time.perf_counter() - start
-            evicted = min(evicted, total / (calls // 4) * 1e3)
             start = time.perf_counter()
-            for _ in range(calls):
-                kernel(*args)
-            alone = min(alone, (time.perf_counter() - start) / calls * 1e3)
-            start = time.perf_counter()
-            outputs = [kernel(*args) for _ in range(calls)]
-            kept = min(kept, (time.perf_counter() - start) / calls * 1e3)
-            del outputs
-        rows.append(
-            dict(
-                kernel=name,
-                in_step=in_step[name],
-                alone=alone,
-                alone_outputs_kept=kept,
-                alone_inputs_evicted=evicted,
-            )
-        )
+            output = kernel(*last_call[name])
+            total += time.perf_counter() - start
+            outputs += [output] if keep else []
+            del output  # freed now unless kept, so the next call can reuse its memory
+        return total / count * 1e3
+
+    rows = []
+    for name in BLOCK_KERNELS:
+        best = dict(alone=float("inf"), alone_outputs_kept=float("inf"), alone_inputs_evicted=float("inf"))
+        for _ in range(repeats):  # interleaved rounds
+            for column, value in (
+                ("alone_inputs_evicted", per_call(name, calls // 4, evict=True)),
+                ("alone", per_call(name, calls)),
+                ("alone_outputs_kept", per_call(name, calls, keep=True)),
+            ):
+                best[column] = min(best[column], value)
+        rows.append(dict(kernel=name, in_step=in_step[name], **best))
     return pd.DataFrame(rows)
 
 
