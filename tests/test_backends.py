@@ -20,6 +20,7 @@ import sys
 
 import pytest
 import torch
+from conftest import needs_cuda
 from transformers.models.mamba import modeling_mamba
 from transformers.models.mamba2 import modeling_mamba2
 
@@ -47,7 +48,7 @@ from statelayers.models.tagger import build_model
 OPTIONS = {"mamba": {"state_size": 8}, "mamba2": {"state_size": 16, "head_dim": 8, "chunk_size": 8}}
 ARCHS = ["mamba", "mamba2", "mamba_noconv", "mamba2_noconv"]
 CUDA = torch.cuda.is_available() and kernels_importable()
-needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU and mamba-ssm + causal-conv1d")
+needs_kernels = needs_cuda(CUDA)
 
 
 def kernel_functions():
@@ -115,7 +116,7 @@ def run(model, tokens, backend):
     return logits.detach(), [s.detach() for s in states], loss.detach(), grads
 
 
-@needs_cuda
+@needs_kernels
 def test_the_cuda_backend_really_switches_to_the_kernels():
     use_backend("cuda", device="cuda")
     used = {name: implementation(function) for name, function in kernel_functions()}
@@ -124,7 +125,7 @@ def test_the_cuda_backend_really_switches_to_the_kernels():
     assert {implementation(function) for _, function in kernel_functions()} <= {"transformers", "statelayers"}
 
 
-@needs_cuda
+@needs_kernels
 @pytest.mark.parametrize("mode", ["eval", "train"])
 @pytest.mark.parametrize("arch", ARCHS)
 def test_both_backends_give_the_same_numbers(arch, mode):

@@ -9,6 +9,7 @@ loss leaves out the last state, which the kernel's backward pass ignores.
 
 import pytest
 import torch
+from conftest import needs_cuda
 from test_mamba_scan import scan_inputs
 
 from statelayers.models.backends import kernels_importable
@@ -17,7 +18,7 @@ from statelayers.models.mamba_scan import REFERENCE_SCAN, selective_scan
 CUDA = torch.cuda.is_available() and kernels_importable()
 
 
-@pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU and mamba-ssm + causal-conv1d")
+@needs_cuda(CUDA)
 def test_the_fast_scan_on_a_gpu_matches_the_cuda_kernel_and_the_reference_with_gradients():
     from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
 

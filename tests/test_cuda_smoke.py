@@ -31,13 +31,14 @@ import numpy as np
 import pytest
 import torch
 import yaml
+from conftest import needs_cuda
 
 from statelayers.models.backends import kernels_importable, use_backend
 
 CUDA = torch.cuda.is_available()
 KERNELS = CUDA and kernels_importable()
-needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA GPU")
-needs_kernels = pytest.mark.skipif(not KERNELS, reason="needs a CUDA GPU and mamba-ssm + causal-conv1d")
+needs_gpu = needs_cuda(CUDA, "a CUDA GPU")
+needs_kernels = needs_cuda(KERNELS)
 
 CONFIG = Path(__file__).resolve().parents[1] / "config" / "config.yaml"
 TASK, LENGTH = "parity", 40  # the study's train_length
@@ -104,7 +105,7 @@ def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     return float((actual.detach().double().cpu() - expected).norm() / expected.norm().clamp_min(1e-12))
 
 
-@needs_cuda
+@needs_gpu
 @pytest.mark.parametrize("arch", ["mamba2", "mamba", "transformer", "lstm"])
 def test_training_on_cuda_validates_and_resumes_under_bf16_with_fused_adamw(arch, tmp_path):
     from statelayers.tasks.data import TrainingStream
@@ -146,7 +147,7 @@ def test_training_on_cuda_validates_and_resumes_under_bf16_with_fused_adamw(arch
         torch.testing.assert_close(resumed_weight, weight, rtol=0, atol=1e-4, msg=name)  # a step moves 1e-3
 
 
-@needs_cuda
+@needs_gpu
 def test_a_training_step_takes_a_batch_already_on_the_gpu():
     from statelayers.training import make_optimizer, training_step
 
@@ -188,7 +189,7 @@ def on_cpu(model):
     return model.cpu()
 
 
-@needs_cuda
+@needs_gpu
 @pytest.mark.parametrize("arch", ["mamba2", "transformer"])
 def test_an_erasure_on_the_gpu_scores_as_on_the_cpu(arch):
     from statelayers.measure.erasures import edited_accuracy, projection, random_subspace
@@ -211,7 +212,7 @@ def test_an_erasure_on_the_gpu_scores_as_on_the_cpu(arch):
     assert relative_error(results["cuda"][1], results["cpu"][1]) <= TOLERANCE
 
 
-@needs_cuda
+@needs_gpu
 @pytest.mark.parametrize("arch", ["mamba2", "transformer"])
 def test_patching_on_the_gpu_measures_what_it_measures_on_the_cpu(arch):
     from statelayers.measure.patching import corrupted_pairs, patching_rows

@@ -25,6 +25,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from conftest import CUDA_SKIP
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(REPO / "tools"), str(REPO / "benchmarks")]
@@ -321,7 +322,7 @@ def test_a_dry_run_builds_nothing_and_runs_every_other_step_without_the_missing_
     suite = ET.parse(out / "tests.xml").getroot().find("testsuite")
     assert suite.get("errors") == suite.get("failures") == "0"
     skips = [case.find("skipped") for case in suite.iter("testcase") if case.find("skipped") is not None]
-    assert len(skips) >= 14 and all("CUDA" in skip.get("message") for skip in skips)
+    assert len(skips) >= 14 and all(skip.get("message").startswith(CUDA_SKIP) for skip in skips)
     assert int(suite.get("tests")) > len(skips)  # the torch-backend tests ran
     rows = list(csv.DictReader((out / "gpu_step.csv").open()))
     assert [(r["arch"], r["backend"]) for r in rows] == [(a, b or "") for a, b in gpu_step.ROWS]
@@ -377,20 +378,99 @@ def test_a_dry_run_without_sources_fails_those_steps_and_still_runs_the_tests_an
     assert all(name in started[0] for name in DRY_RUN_TESTS)
 
 
+SLOW_TESTS_PYTHON = """#!/usr/bin/env bash
+# The tests step's pytest outlasts any deadline; the machine check's import and the kernel
+# check answer at once (the latter as where nothing was built: no kernels); every other
+# command (the kernel settings, the sources, the snakemake probe) runs in {python}.
+case " $* " in
+    *" -m pytest "*) exec sleep 600 ;;
+    *" tools/gpu_kernels.py "*) exit 3 ;;
+    *"import sys, torch, transformers"*) echo "a stand-in for the machine's python"; exit 0 ;;
+esac
+exec "{python}" "$@"
+"""
+
+
 def test_at_the_deadline_the_running_step_is_stopped_and_the_later_ones_fail_at_once(tmp_path):
-    deadline = 25  # the checks of the machine, the sources and the imports fit; the benchmarks do not
-    status, steps, out = dry_run(tmp_path, stand_in_sources(tmp_path), deadline=deadline)
+    """The steps before the tests take well under a second even on a busy machine (none
+    imports torch here), the tests step runs until the deadline stops it: the same steps
+    fail however loaded the machine is, with 20 s of slack either side."""
+    python = tmp_path / "python"
+    python.write_text(SLOW_TESTS_PYTHON.format(python=sys.executable))
+    python.chmod(0o755)
+    deadline = 20
+    status, steps, out = dry_run(tmp_path, stand_in_sources(tmp_path), python=str(python), deadline=deadline)
     assert status == 1
-    order = [line.split()[0] for line in (out / "summary.txt").read_text().splitlines()]
+    summary = (out / "summary.txt").read_text()
+    order = [line.split()[0] for line in summary.splitlines()]
+    seconds = {name: int(s) for name, s in re.findall(r"^(\S+)\s.*?(\d+) s$", summary, re.MULTILINE)}
     assert order[-2:] == ["profile", "total"] and steps["profile"] == "skipped: no snakemake"
-    total = int(re.search(r"^total\s.*?(\d+) s$", (out / "summary.txt").read_text(), re.MULTILINE).group(1))
-    assert total <= deadline + 5 + 3  # the kill's grace period, and the bookkeeping
+    assert seconds["total"] <= deadline + 5 + 3  # the kill's grace period, and the bookkeeping
     stopped = [name for name in order if steps[name] == "FAILED (timed out)"]
-    assert stopped and stopped == order[order.index(stopped[0]) : -2]  # the one stopped, and all after it
-    assert "throughput" in stopped
+    assert stopped == ["tests", "benchmark", "throughput"]
+    assert all(steps[name] in ("ok", "dry run: not built") for name in order[: order.index("tests")])
+    assert seconds["tests"] >= deadline - 5  # it ran until the deadline stopped it
     for name in stopped[1:]:
         assert f"no time left before the {deadline} s deadline" in (out / f"{name}.log").read_text()
-    assert steps["total"] == f"{len(stopped)} step(s) failed"
+    assert steps["total"] == "3 step(s) failed"
+
+
+def junit_report(tmp_path: Path, *tests: str) -> Path:
+    """The JUnit report of pytest running ``tests`` with numba, absent on the GPU machine, blocked."""
+    blocker = tmp_path / "blocker"
+    blocker.mkdir(exist_ok=True)
+    (blocker / "sitecustomize.py").write_text(BLOCKER)
+    report = tmp_path / "report.xml"
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-o", "addopts=", "-p", "no:cacheprovider", "-q",
+         f"--junitxml={report}", *tests],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(blocker)},
+        capture_output=True,
+        timeout=300,
+        check=True,
+    )  # fmt: skip
+    return report
+
+
+def cuda_skips(report: Path) -> subprocess.CompletedProcess:
+    """The tests step's verdict on ``report``: tools/gpu_check.sh --cuda-skips."""
+    return subprocess.run(
+        [str(REPO / "tools" / "gpu_check.sh"), "--cuda-skips", str(report)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+NUMBA_TEST = "tests/test_mamba_scan.py::test_mamba2_chunk_scan_matches_reference_and_picks_its_form_by_length"
+CUDA_TEST = "tests/test_cuda_scan.py"
+
+
+def test_the_tests_step_fails_on_a_skip_for_want_of_cuda_and_not_on_one_for_want_of_numba(tmp_path):
+    """A real pytest report: the numba test skips (numba blocked, as on the GPU machine) beside
+    a CUDA test that skips here for want of a GPU. With the CUDA test in it the step fails
+    and names that test alone; with only the numba skip left it passes."""
+    report = junit_report(tmp_path, NUMBA_TEST, CUDA_TEST)
+    tree = ET.parse(report)
+    suite = tree.getroot().find("testsuite")
+    skipped = {
+        case.get("classname"): case.find("skipped").get("message")
+        for case in suite.iter("testcase")
+        if case.find("skipped") is not None
+    }
+    assert set(skipped) == {"tests.test_mamba_scan", "tests.test_cuda_scan"}
+    assert "numba" in skipped["tests.test_mamba_scan"]
+    result = cuda_skips(report)
+    assert result.returncode == 1
+    assert result.stdout.startswith("1 test(s) skipped for want of CUDA or the kernels")
+    assert "test_cuda_scan" in result.stdout and "numba" not in result.stdout
+    for case in list(suite.iter("testcase")):
+        if case.get("classname") == "tests.test_cuda_scan":
+            suite.remove(case)
+    tree.write(report)
+    result = cuda_skips(report)
+    assert (result.returncode, result.stdout.strip()) == (0, "0 test(s) skipped for want of CUDA or the kernels")
 
 
 def raising(*args, **kwargs):

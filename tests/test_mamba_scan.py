@@ -140,7 +140,7 @@ def test_mamba2_chunk_scan_matches_reference_and_picks_its_form_by_length(length
     """At most QUADRATIC_MAX_LENGTH long, with or without gradients: the quadratic form;
     longer: the step-by-step kernel. Either way outputs and final states equal transformers'."""
     pytest.importorskip(
-        "numba", reason="the step-by-step CPU kernel needs numba, which the CUDA check runs without"
+        "numba", reason="the step-by-step CPU kernel needs numba, which the GPU machine may lack"
     )
     from statelayers.models.kernels import ssd, ssd_quadratic
 

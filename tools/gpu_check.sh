@@ -14,6 +14,7 @@
 #   tools/gpu_prepare.sh DIR      # first, where pip works: fills .gpu/sources
 #   tools/gpu_check.sh            # then on the GPU machine, in a copy of the repository
 #   tools/gpu_check.sh --dry-run  # anywhere: no GPU, nvcc or compiler needed (see below)
+#   tools/gpu_check.sh --cuda-skips JUNIT_XML  # the tests step's verdict on a pytest JUnit report
 #
 # No venv and no package index: the machine's own python3 (or $PYTHON) runs with src/ and
 # the built packages on PYTHONPATH; nothing needs the network (HF_HUB_OFFLINE and
@@ -21,7 +22,9 @@
 # $OUT/summary.txt has a line per step with its status and seconds. A failed step does
 # not stop the later ones: without kernels the torch-backend tests and timings still run.
 # Exit status 1 if a step failed; a benchmark fails when one of its rows failed, the tests
-# step on the GPU machine also when a test was skipped for want of CUDA or the kernels.
+# step on the GPU machine also when a test was skipped for want of CUDA or the kernels: a skip
+# whose reason begins with $CUDA_SKIP (tests/conftest.py's needs_cuda gives every such skip
+# that prefix), not any skip that mentions CUDA.
 #
 # Time: each step has its own limit, and every limit is cut to what is left before the
 # deadline (GPU_CHECK_DEADLINE, 525 s by default; with the 5 s a stopped command may take
@@ -51,10 +54,33 @@ OUT=${OUT:-$ROOT/.gpu/out}
 SOURCES=${GPU_SOURCES:-$ROOT/.gpu/sources}
 BUILD=${GPU_BUILD:-$ROOT/.gpu/build}
 DRY_RUN=false
+CUDA_SKIP=needs-cuda:  # tests/conftest.py's CUDA_SKIP
+
+cuda_skips() {  # cuda_skips JUNIT_XML: list the tests skipped for want of CUDA or the kernels; exit 1 if any
+    "$PYTHON" - "$1" "$CUDA_SKIP" <<'EOF'
+import sys
+import xml.etree.ElementTree as ET
+
+report, prefix = sys.argv[1:]
+skipped = [
+    f"{case.get('classname')}::{case.get('name')}: {skip.get('message')}"
+    for case in ET.parse(report).iter("testcase")
+    for skip in case.findall("skipped")
+    if (skip.get("message") or "").startswith(prefix)
+]
+print(f"{len(skipped)} test(s) skipped for want of CUDA or the kernels", *skipped, sep="\n  ")
+sys.exit(1 if skipped else 0)
+EOF
+}
+
 case ${1:-} in
     --dry-run) DRY_RUN=true ;;
+    --cuda-skips)
+        [[ $# -eq 2 ]] || { echo "usage: $0 --cuda-skips JUNIT_XML" >&2; exit 2; }
+        cuda_skips "$2"
+        exit ;;
     "") ;;
-    *) echo "usage: $0 [--dry-run]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--dry-run | --cuda-skips JUNIT_XML]" >&2; exit 2 ;;
 esac
 
 # The deadline and each step's limit, in seconds. The limits add up to more than the
@@ -146,9 +172,15 @@ build() {  # build DIR: setup.py build_ext --inplace in DIR (printed only, in a 
     (cd "$1" && MAX_JOBS=$(nproc) "${command[@]}")
 }
 
-no_kernels() {  # dry run: the import check runs to its end and finds no kernel
+no_kernels() {  # dry run: the import check runs to its end and finds no kernel (a timeout stays one)
+    local status
     limited "$LIMIT_KERNELS" "$PYTHON" tools/gpu_kernels.py
-    (($? == 3))
+    status=$?
+    case $status in
+        3) return 0 ;;
+        0) return 1 ;;
+        *) return "$status" ;;
+    esac
 }
 
 step machine machine
@@ -194,27 +226,11 @@ else
     step kernels limited "$LIMIT_KERNELS" "$PYTHON" tools/gpu_kernels.py
 fi
 
-cuda_tests_ran() {  # on the GPU machine: no test was skipped for want of CUDA or the kernels
-    "$PYTHON" - "$OUT/tests.xml" <<'EOF'
-import sys
-import xml.etree.ElementTree as ET
-
-skipped = [
-    f"{case.get('classname')}::{case.get('name')}: {skip.get('message')}"
-    for case in ET.parse(sys.argv[1]).iter("testcase")
-    for skip in case.findall("skipped")
-    if "CUDA" in (skip.get("message") or "")
-]
-print(f"{len(skipped)} test(s) skipped for want of CUDA or the kernels", *skipped, sep="\n  ")
-sys.exit(1 if skipped else 0)
-EOF
-}
-
 tests() {  # the CUDA tests, next to the torch backend's (they skip where the kernels did not load)
     # -o addopts=: one process; the GPU machine has no pytest-xdist for pyproject's "-n 2".
     limited "$LIMIT_TESTS" "$PYTHON" -m pytest -o addopts= -v -rs -p no:cacheprovider --junitxml="$OUT/tests.xml" \
         "${TESTS[@]}" || return
-    $DRY_RUN || cuda_tests_ran
+    $DRY_RUN || cuda_skips "$OUT/tests.xml"
 }
 
 profile() {  # the paper's run planned through the GPU cluster profile (layered on profiles/slurm
