@@ -16,17 +16,23 @@ import argparse
 import time
 from pathlib import Path
 
+from dataclasses import replace
+
 import numpy as np
 import pandas as pd
+import yaml
 
 from statelayers.measure.probes import ProbeConfig, control_labels, fit_probe
 from statelayers.measure.states import TARGET_COLUMNS, read_layers
 
+STUDY = ProbeConfig(**yaml.safe_load((Path(__file__).parents[1] / "config" / "config.yaml").read_text())["probes"])
+"""The study's probe: ``probes`` of config/config.yaml."""
 SOLVERS = {
-    "lbfgs_200": ProbeConfig(solver="lbfgs", max_iter=200),
-    "newton-cg_100": ProbeConfig(solver="newton-cg", max_iter=100),
+    "lbfgs_200": replace(STUDY, solver="lbfgs", max_iter=200),
+    "newton-cg_100": replace(STUDY, solver="newton-cg", max_iter=100),
 }
-"""L-BFGS within 200 iterations (the budget before Newton-CG) and the default."""
+"""L-BFGS within 200 iterations (the budget before Newton-CG) and Newton-CG within 100,
+each otherwise the study's probe."""
 
 
 def solver_rows(path: Path, root: Path) -> list[dict]:
@@ -37,7 +43,7 @@ def solver_rows(path: Path, root: Path) -> list[dict]:
         tokens = columns["token"].astype(np.int64)
         for target in (t for t in TARGET_COLUMNS if t in columns):
             y = columns[target]
-            control = control_labels(n_types, y, ProbeConfig().seed)[tokens]
+            control = control_labels(n_types, y, STUDY.seed)[tokens]
             for name, labels in ((target, y), (f"control_{target}", control)):
                 for solver, config in SOLVERS.items():
                     start = time.perf_counter()

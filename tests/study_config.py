@@ -6,9 +6,30 @@ from pathlib import Path
 
 import yaml
 
+from statelayers.measure.erasures import ErasureConfig
+from statelayers.measure.probes import ProbeConfig
+from statelayers.report.stats import IntervalConfig
 from statelayers.training import RunInputs, TrainConfig
 
 CONFIG = yaml.safe_load((Path(__file__).parents[1] / "config" / "config.yaml").read_text())
+
+
+def probe_config(**changes) -> ProbeConfig:
+    """config.yaml's ``probes`` as a ProbeConfig, with ``changes``."""
+    return ProbeConfig(**CONFIG["probes"] | changes)
+
+
+def erasure_config(**changes) -> ErasureConfig:
+    """config.yaml's ``erasures`` (less the lengths and sequences, which choose the data) as
+    an ErasureConfig, with ``changes``."""
+    settings = {key: value for key, value in CONFIG["erasures"].items() if key not in ("eval_lengths", "sequences")}
+    settings |= {"pca_k": tuple(settings["pca_k"]), "refit_methods": tuple(settings["refit_methods"])}
+    return ErasureConfig(**settings | changes)
+
+
+def interval_config() -> IntervalConfig:
+    """config.yaml's ``statistics`` as an IntervalConfig."""
+    return IntervalConfig(**CONFIG["statistics"])
 
 
 def training_settings(**changes) -> dict:

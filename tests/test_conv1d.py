@@ -15,6 +15,7 @@ from statelayers.models.spec import ModelSpec
 from statelayers.models.tagger import build_model, conv_layers, make_conv_identity
 from statelayers.report.conv1d import conv1d_summary, conv1d_table, holm, per_seed_differences
 from statelayers.training import parameter_groups
+from study_config import interval_config
 
 OPTIONS = {"mamba": {"state_size": 4}, "mamba2": {"state_size": 8, "head_dim": 8, "chunk_size": 4}}
 
@@ -179,7 +180,7 @@ def test_summary_pairs_seeds_and_flags_a_consistent_drop():
     assert set(table["variant"]) == {"conv", "noconv_trained", "noconv_inference"}
     diffs = per_seed_differences(table).set_index(["task", "variant", "seed"])["difference_pp"]
     assert diffs[("s3", "noconv_trained", 0)] == pytest.approx(-20.0)
-    summary = conv1d_summary(table).set_index(["task", "variant"])
+    summary = conv1d_summary(table, interval_config()).set_index(["task", "variant"])
     assert summary.loc[("s3", "noconv_trained"), "significant"]
     assert summary.loc[("s3", "noconv_trained"), "ci_high"] < 0
     assert not summary.loc[("dyck", "noconv_trained"), "significant"]

@@ -6,7 +6,6 @@ import torch
 
 from statelayers.measure.erasures import (
     Erasure,
-    ErasureConfig,
     erasures,
     inlp,
     leace,
@@ -15,9 +14,10 @@ from statelayers.measure.erasures import (
     projection,
     random_subspace,
 )
-from statelayers.measure.probes import ProbeConfig, fit_probe
+from statelayers.measure.probes import fit_probe
 from statelayers.models.spec import ModelSpec
 from statelayers.models.tagger import build_model
+from study_config import erasure_config, probe_config
 
 
 def separable(n_seq=80, length=10, d=12, classes=3, seed=0):
@@ -49,7 +49,7 @@ def test_rank_zero_erasure_is_the_identity():
 
 def test_probe_directions_make_the_probe_blind():
     X, y, groups = separable(classes=2)
-    probe, scores = fit_probe(X, y, groups, ProbeConfig())
+    probe, scores = fit_probe(X, y, groups, probe_config())
     assert scores["probe_accuracy"] > 0.95
     erased = projection("probe", probe_directions(probe)).apply_numpy(X)
     assert np.ptp(probe.decision_function(erased)) < 1e-8
@@ -58,7 +58,7 @@ def test_probe_directions_make_the_probe_blind():
 def test_leace_leaves_nothing_linearly_decodable():
     X, y, groups = separable()
     erased = leace(X, y).apply_numpy(X)
-    _, scores = fit_probe(erased, y, groups, ProbeConfig())
+    _, scores = fit_probe(erased, y, groups, probe_config())
     assert scores["probe_accuracy"] < scores["majority_baseline"] + 0.06
 
 
@@ -81,9 +81,9 @@ def shared_noise(n_seq=200, length=10, d=20, classes=4, seed=0):
 
 def test_inlp_lowers_decodability_with_iterations():
     X, y, groups = shared_noise()
-    one = inlp(X, y, groups, 1, ProbeConfig())
-    many = inlp(X, y, groups, 4, ProbeConfig())
-    scores = [fit_probe(e.apply_numpy(X), y, groups, ProbeConfig())[1] for e in (one, many)]
+    one = inlp(X, y, groups, 1, probe_config())
+    many = inlp(X, y, groups, 4, probe_config())
+    scores = [fit_probe(e.apply_numpy(X), y, groups, probe_config())[1] for e in (one, many)]
     acc, chance = [s["probe_accuracy"] for s in scores], scores[0]["majority_baseline"]
     assert many.rank == 4 * one.rank == 12
     assert acc[0] > chance + 0.25  # one iteration leaves the task decodable
@@ -93,9 +93,9 @@ def test_inlp_lowers_decodability_with_iterations():
 
 def test_inlp_reusing_the_layer_probe_equals_fitting_it_again():
     X, y, groups = separable(d=20, classes=4)
-    probe, _ = fit_probe(X, y, groups, ProbeConfig())
-    fresh = inlp(X, y, groups, 3, ProbeConfig())
-    reused = inlp(X, y, groups, 3, ProbeConfig(), first_probe=probe)
+    probe, _ = fit_probe(X, y, groups, probe_config())
+    fresh = inlp(X, y, groups, 3, probe_config())
+    reused = inlp(X, y, groups, 3, probe_config(), first_probe=probe)
     np.testing.assert_allclose(reused.left.numpy(), fresh.left.numpy(), atol=1e-10)
 
 
@@ -108,9 +108,9 @@ def test_random_subspaces_are_orthonormal_and_differ():
 
 def test_every_method_and_its_controls_are_generated():
     X, y, groups = separable(classes=3)
-    probe, _ = fit_probe(X, y, groups, ProbeConfig())
-    config = ErasureConfig(pca_k=(1, 4), random_draws=2, inlp_iterations=2)
-    made = list(erasures(X, y, groups, probe, config, ProbeConfig(), np.random.default_rng(0)))
+    probe, _ = fit_probe(X, y, groups, probe_config())
+    config = erasure_config(pca_k=(1, 4), random_draws=2, inlp_iterations=2)
+    made = list(erasures(X, y, groups, probe, config, probe_config(), np.random.default_rng(0)))
     methods = [e.method for e in made]
     assert methods[:5] == ["probe", "pca", "pca", "inlp", "leace"]
     ranks = {e.rank for e in made if e.method != "random"}  # probe 2, pca 1 and 4, inlp 4, leace 2
@@ -154,9 +154,9 @@ def test_fit_subsample_takes_whole_sequences_up_to_the_budget():
 
 
 @pytest.mark.parametrize("start_token", [False, True])
-def test_edited_accuracy_from_clean_states_equals_a_full_edited_pass(start_token):
-    from statelayers.measure.erasures import edited_accuracy
-    from statelayers.models.inference import accuracy, predict
+def test_edited_predictions_from_clean_states_equal_a_full_edited_pass(start_token):
+    from statelayers.measure.erasures import edited_predictions
+    from statelayers.models.inference import predict
 
     torch.manual_seed(0)
     model = build_model(ModelSpec("gru", 4, 3, d_model=8, n_layers=3, start_token=start_token)).eval()
@@ -164,14 +164,30 @@ def test_edited_accuracy_from_clean_states_equals_a_full_edited_pass(start_token
     rng = np.random.default_rng(0)
     tokens, labels = rng.integers(0, 4, (7, 13)), rng.integers(0, 3, (7, 13))
     data = {"tokens": tokens, "labels": labels}
-    before = accuracy(model, tokens, labels)[0]
-    _, clean = predict(model, tokens, keep_states=len(tokens))
+    before, clean = predict(model, tokens, keep_states=len(tokens))
     changed = 0
     for layer in range(4):
         erasure = Erasure("flip", 8, torch.eye(8), 2 * torch.eye(8), torch.zeros(8))  # h -> -h
-        expected = accuracy(model, tokens, labels, edits={layer: erasure})[0]
-        assert edited_accuracy(model, data, clean, layer, erasure, batch_size=3) == expected
-        changed += expected != before
+        expected = predict(model, tokens, edits={layer: erasure})[0]
+        np.testing.assert_array_equal(edited_predictions(model, data, clean, layer, erasure, batch_size=3), expected)
+        changed += (expected != before).any()
     # The flip at the last tap changes predictions, so there a misaligned batch of
     # replayed states could not go unnoticed.
     assert changed >= 1
+
+
+def test_a_drop_s_standard_error_takes_the_sequence_as_its_unit():
+    from statelayers.measure.erasures import drop_standard_error
+
+    labels = np.zeros((4, 10), dtype=int)
+    before = labels.copy()
+    after = labels.copy()
+    after[0, :] = 1  # one sequence loses every token, three lose none
+    per_sequence = np.array([1.0, 0.0, 0.0, 0.0])
+    assert drop_standard_error(before, after, labels) == pytest.approx(per_sequence.std(ddof=1) / 2)
+    # The same 10 wrong tokens spread over the four sequences vary less between sequences.
+    spread = labels.copy()
+    spread[:, :2] = 1
+    spread[0, 2:4] = 1
+    assert drop_standard_error(before, spread, labels) < drop_standard_error(before, after, labels)
+    assert np.isnan(drop_standard_error(before[:1], after[:1], labels[:1]))

@@ -112,13 +112,13 @@ def test_match_width_hits_the_target_where_a_knob_exists():
             if other >= step:
                 alt = count_parameters(build_model(replace(spec, width=other)))
                 assert abs(alt - 830_000) >= abs(count - 830_000)
-    lstm = match_width(ModelSpec("lstm", 2, 2), 830_000)
+    lstm = match_width(ModelSpec("lstm", 2, 2, d_model=128, n_layers=4), 830_000)
     assert lstm.width is None
 
 
 def test_unknown_architecture_is_rejected():
     with pytest.raises(ValueError, match="unknown architecture"):
-        ModelSpec("rwkv", 2, 2)
+        ModelSpec("rwkv", 2, 2, d_model=16, n_layers=2)
 
 
 @pytest.mark.parametrize("arch", ARCHS)
@@ -248,7 +248,7 @@ def test_a_checkpoint_saved_before_the_start_token_existed_loads_without_one(tmp
 
 def test_a_pretrained_backbone_takes_no_start_token():
     with pytest.raises(ValueError, match="start_token applies to the small models only"):
-        ModelSpec("transformer", 4, 3, pretrained="resources/models/x", start_token=True)
+        ModelSpec("transformer", 4, 3, d_model=16, n_layers=2, pretrained="resources/models/x", start_token=True)
 
 
 def test_a_start_token_among_the_options_goes_to_the_spec_not_to_the_backbone():

@@ -8,7 +8,6 @@ import torch
 
 from statelayers import files
 from statelayers.measure.probes import (
-    ProbeConfig,
     control_labels,
     fit_probe,
     probe_layers,
@@ -19,6 +18,7 @@ from statelayers.measure.states import layer_states, read_layers, states_table, 
 from statelayers.models.spec import ModelSpec
 from statelayers.models.tagger import build_model
 from statelayers.tasks.data import make_split, to_arrays
+from study_config import probe_config
 
 
 def synthetic(n_seq=60, length=20, d=8, classes=3, separable=True, seed=0):
@@ -31,7 +31,7 @@ def synthetic(n_seq=60, length=20, d=8, classes=3, separable=True, seed=0):
 
 def test_probe_reads_a_linearly_separable_variable():
     X, y, groups = synthetic()
-    _, scores = fit_probe(X, y, groups, ProbeConfig())
+    _, scores = fit_probe(X, y, groups, probe_config())
     assert scores["probe_accuracy"] > 0.97
     assert scores["majority_baseline"] < 0.5
 
@@ -48,8 +48,8 @@ def curved(n_seq=40, length=40, d=56, classes=11, seed=0):
 
 def test_the_default_probe_converges_in_a_tenth_of_the_iterations_lbfgs_needs_to_the_same_optimum():
     X, y, groups = curved()
-    reference, long = fit_probe(X, y, groups, ProbeConfig(solver="lbfgs", max_iter=5000))
-    default, scores = fit_probe(X, y, groups, ProbeConfig())
+    reference, long = fit_probe(X, y, groups, probe_config(solver="lbfgs", max_iter=5000))
+    default, scores = fit_probe(X, y, groups, probe_config())
     assert long["converged"] and scores["converged"]
     assert reference[-1].n_iter_.max() > 100 and default[-1].n_iter_.max() <= 20
     # One strictly convex objective: the same optimum, up to the solvers' tolerances (the
@@ -60,13 +60,13 @@ def test_the_default_probe_converges_in_a_tenth_of_the_iterations_lbfgs_needs_to
 
 def test_probe_is_at_chance_on_noise():
     X, y, groups = synthetic(separable=False)
-    _, scores = fit_probe(X, y, groups, ProbeConfig())
+    _, scores = fit_probe(X, y, groups, probe_config())
     assert scores["probe_accuracy"] < 0.45
 
 
 def test_split_keeps_each_sequence_on_one_side():
     groups = np.repeat(np.arange(40), 7)
-    train, test = sequence_split(groups, ProbeConfig(test_fraction=0.25))
+    train, test = sequence_split(groups, probe_config(test_fraction=0.25))
     assert not set(groups[train]) & set(groups[test])
     assert len(set(groups[test])) == 10
 
@@ -100,7 +100,7 @@ def test_states_file_round_trips(dyck_states):
 
 def test_probe_layers_reports_every_layer_target_and_length(dyck_states):
     _, _, path = dyck_states
-    rows = probe_layers(str(path), {9: str(path)}, fit_length=9, config=ProbeConfig(max_iter=50))
+    rows = probe_layers(str(path), {9: str(path)}, fit_length=9, config=probe_config(max_iter=50))
     keys = {(r["layer"], r["target"], r["split"]) for r in rows}
     assert keys == {
         (layer, target, split)
@@ -116,7 +116,7 @@ def test_without_the_control_task_the_rows_keep_every_probe_value_and_drop_only_
 ):
     """The untrained twins' probes skip the control task: the same probes, half the fits."""
     _, _, path = dyck_states
-    config = ProbeConfig(max_iter=50)
+    config = probe_config(max_iter=50)
     fits = []
     counted = lambda *args: fits.append(1) or fit_probe(*args)  # noqa: E731
     monkeypatch.setattr("statelayers.measure.probes.fit_probe", counted)
@@ -135,7 +135,7 @@ def test_embedding_layer_probe_reads_the_current_token(tmp_path):
     data = to_arrays(make_split("s3", "probe", 40, 10, seed=1).to_pandas())
     data["labels"] = data["tokens"]
     write_states(model, data, tmp_path / "s.parquet")
-    rows = probe_layers(str(tmp_path / "s.parquet"), {}, fit_length=10, config=ProbeConfig())
+    rows = probe_layers(str(tmp_path / "s.parquet"), {}, fit_length=10, config=probe_config())
     assert rows[0]["layer"] == 0 and rows[0]["probe_accuracy"] == 1.0
     torch.manual_seed(0)
 
@@ -159,7 +159,7 @@ def test_selectivity_separates_token_identity_from_the_target(tmp_path):
     states = np.stack([token_code[tokens], label_code[labels]]) + noise
     data = {"seq_id": np.arange(n), "tokens": tokens, "labels": labels}
     files.write_parquet(states_table(states.astype(np.float32), data), tmp_path / "s.parquet")
-    rows = probe_layers(str(tmp_path / "s.parquet"), {}, fit_length=length, config=ProbeConfig())
+    rows = probe_layers(str(tmp_path / "s.parquet"), {}, fit_length=length, config=probe_config())
     token_layer, label_layer = rows
     assert token_layer["control_accuracy"] > 0.95 and token_layer["selectivity"] < 0.1
     assert label_layer["probe_accuracy"] > 0.95 and label_layer["control_accuracy"] < 0.75
@@ -170,7 +170,7 @@ def probe_table(states, tokens, labels, path):
     """The probe rows of synthetic ``states`` (layer, sequence, position, d) as one run's."""
     data = {"seq_id": np.arange(len(tokens)), "tokens": tokens, "labels": labels}
     files.write_parquet(states_table(states.astype(np.float32), data), path)
-    rows = probe_layers(str(path), {}, fit_length=tokens.shape[1], config=ProbeConfig())
+    rows = probe_layers(str(path), {}, fit_length=tokens.shape[1], config=probe_config())
     return pd.DataFrame(rows).assign(arch="gru", task="s3", seed=0)
 
 

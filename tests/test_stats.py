@@ -19,26 +19,29 @@ from statelayers.report.stats import (
     seeds_to_decide,
     summarize,
 )
+from study_config import interval_config
+
+STATISTICS = interval_config()
 
 
 def test_interval_contains_the_mean_and_narrows_with_more_seeds():
     rng = np.random.default_rng(0)
     few, many = rng.normal(0.7, 0.05, 4), rng.normal(0.7, 0.05, 64)
-    m1, lo1, hi1 = mean_ci(few)
-    m2, lo2, hi2 = mean_ci(many)
+    m1, lo1, hi1 = mean_ci(few, STATISTICS)
+    m2, lo2, hi2 = mean_ci(many, STATISTICS)
     assert lo1 <= m1 <= hi1 and lo2 <= m2 <= hi2
     assert hi2 - lo2 < hi1 - lo1
     assert lo2 < 0.7 < hi2
 
 
 def test_one_value_has_no_interval_and_a_continuous_constant_has_zero_width():
-    assert mean_ci([0.5])[0] == 0.5 and math.isnan(mean_ci([0.5])[1])
-    assert mean_ci([1.0, 1.0, 1.0]) == (1.0, 1.0, 1.0)
+    assert mean_ci([0.5], STATISTICS)[0] == 0.5 and math.isnan(mean_ci([0.5], STATISTICS)[1])
+    assert mean_ci([1.0, 1.0, 1.0], STATISTICS) == (1.0, 1.0, 1.0)
 
 
 def test_the_interval_is_students_t():
     values = [0.6, 0.7, 0.8]
-    mean, low, high = mean_ci(values)
+    mean, low, high = mean_ci(values, STATISTICS)
     half = stats.t.ppf(0.975, 2) * np.std(values, ddof=1) / math.sqrt(3)
     assert math.isclose(mean, 0.7) and math.isclose(high - mean, half) and math.isclose(mean - low, half)
 
@@ -47,18 +50,18 @@ def test_zero_spread_on_a_grid_is_not_certainty():
     """Three seeds agreeing on one block: sd floored at a rounding error's, 1/sqrt(12)."""
     assert math.isclose(rounding_sd(1.0), 1 / math.sqrt(12))
     assert math.isclose(rounding_sd(1.0, terms=2), 1 / math.sqrt(6))
-    mean, low, high = mean_ci([1, 1, 1], sd_floor=rounding_sd(1.0))
+    mean, low, high = mean_ci([1, 1, 1], STATISTICS, sd_floor=rounding_sd(1.0))
     half = stats.t.ppf(0.975, 2) / math.sqrt(12) / math.sqrt(3)
     assert mean == 1 and math.isclose(high - 1, half) and 0.25 < low < 0.5
-    five = mean_ci([1] * 5, sd_floor=rounding_sd(1.0))
+    five = mean_ci([1] * 5, STATISTICS, sd_floor=rounding_sd(1.0))
     assert 0.5 < five[1] < 1 < five[2] < 1.5
     spread = [0, 1, 2]  # a real spread larger than the floor is used as it is
-    assert mean_ci(spread, sd_floor=rounding_sd(1.0)) == mean_ci(spread)
+    assert mean_ci(spread, STATISTICS, sd_floor=rounding_sd(1.0)) == mean_ci(spread, STATISTICS)
 
 
 def test_summary_intervals_of_layer_positions_carry_the_rounding_floor():
     frame = pd.DataFrame({"arch": ["a"] * 3, "seed": [0, 1, 2], "first_layer_95": [4, 4, 4], "x": [4, 4, 4]})
-    table = summarize(frame, ["arch"], ["first_layer_95", "x"]).set_index("metric")
+    table = summarize(frame, ["arch"], ["first_layer_95", "x"], STATISTICS).set_index("metric")
     assert table.loc["first_layer_95", "ci_low"] < 4 < table.loc["first_layer_95", "ci_high"]
     assert table.loc["x", "ci_low"] == table.loc["x", "ci_high"] == 4
 
@@ -76,7 +79,7 @@ def coverage(values, true_mean, interval):
 
 
 def t_interval(values):
-    rows = [mean_ci(row) for row in values]
+    rows = [mean_ci(row, STATISTICS) for row in values]
     return np.array([r[1] for r in rows]), np.array([r[2] for r in rows])
 
 
@@ -193,7 +196,7 @@ def test_the_flip_confidence_is_where_the_interval_touches_the_edge():
 
 
 def test_the_planning_figure_is_the_fewest_seeds_whose_interval_clears_the_edge():
-    config = IntervalConfig()
+    config = STATISTICS
     distance, sd = 0.02, 0.03
     n = seeds_to_decide(distance, sd, config, smallest=3)
     half = lambda k: stats.t.ppf(0.975, k - 1) * sd / math.sqrt(k)  # noqa: E731
@@ -219,6 +222,6 @@ def test_profile_shapes_on_a_gain_over_a_baseline(gain):
 
 def test_summarize_is_per_key_and_metric():
     frame = pd.DataFrame({"arch": ["a", "a", "b"], "seed": [0, 1, 0], "x": [1.0, 3.0, 5.0]})
-    table = summarize(frame, ["arch"], ["x"]).set_index("arch")
+    table = summarize(frame, ["arch"], ["x"], STATISTICS).set_index("arch")
     assert table.loc["a", "mean"] == 2.0 and table.loc["a", "n_seeds"] == 2
     assert table.loc["b", "n_seeds"] == 1 and math.isnan(table.loc["b", "ci_low"])

@@ -135,15 +135,19 @@ def leace(X: np.ndarray, y: np.ndarray) -> Erasure:
 
 @dataclass(frozen=True)
 class ErasureConfig:
-    pca_k: tuple[int, ...] = (1, 4, 8)
-    random_draws: int = 2
-    inlp_iterations: int = 4
-    fit_tokens: int = 4000
+    """Which erasures a run gets: ``erasures`` of config/config.yaml (less its lengths and
+    sequences, which choose the data) is the one source of these values, so nothing here
+    has a default."""
+
+    pca_k: tuple[int, ...]
+    random_draws: int
+    inlp_iterations: int
+    fit_tokens: int
     """Tokens (whole sequences) of the probe split used to fit erasures and re-fit probes."""
-    refit_methods: tuple[str, ...] = ("probe", "inlp", "leace")
+    refit_methods: tuple[str, ...]
     """Methods whose erased states get a fresh probe; the others' ``refit_probe_accuracy``
     is NaN. Each re-fit is a logistic regression, most of an erasures job's time."""
-    seed: int = 0
+    seed: int
 
 
 def sequence_subsample(groups: np.ndarray, max_tokens: int, seed: int) -> np.ndarray:
@@ -186,16 +190,16 @@ def erasures(
             yield projection("random", random_subspace(d, rank, rng), k=rank, draw=draw)
 
 
-def edited_accuracy(
+def edited_predictions(
     model: SequenceTagger,
     data: dict[str, np.ndarray],
     clean_states: np.ndarray,
     layer: int,
     edit: StateEdit,
     batch_size: int = FORWARD_BATCH,
-) -> float:
-    """Token accuracy with ``edit`` applied at ``layer``, resuming each batch from the
-    layer's clean states ``(layers, n, length, d)``: the blocks before it never rerun."""
+) -> np.ndarray:
+    """Predicted labels ``(n, length)`` with ``edit`` applied at ``layer``, resuming each batch
+    from the layer's clean states ``(layers, n, length, d)``: the blocks before it never rerun."""
     device = next(model.parameters()).device
     predicted = []
     for start in range(0, len(data["tokens"]), batch_size):
@@ -203,7 +207,17 @@ def edited_accuracy(
         with model.resumed_at(layer, state):
             tokens = data["tokens"][start : start + batch_size]
             predicted.append(predict(model, tokens, batch_size, edits={layer: edit})[0])
-    return scores(np.concatenate(predicted), data["labels"])[0]
+    return np.concatenate(predicted)
+
+
+def drop_standard_error(before: np.ndarray, after: np.ndarray, labels: np.ndarray) -> float:
+    """Standard error of an erasure's drop with the sequence as the unit: the standard
+    deviation of the per-sequence drops in token accuracy over ``√n`` (tokens of one
+    sequence are not independent draws), ``sd(a_i - b_i) / √n``; NaN for one sequence."""
+    per_sequence = (before == labels).mean(axis=1) - (after == labels).mean(axis=1)
+    if len(per_sequence) < 2:
+        return float("nan")
+    return float(per_sequence.std(ddof=1) / np.sqrt(len(per_sequence)))
 
 
 def erasure_rows(
@@ -220,10 +234,10 @@ def erasure_rows(
     of a method in ``config.refit_methods`` also carries the accuracy of a probe re-fit
     on the erased probe-split states.
     """
-    before, clean = {}, {}
+    before, clean, unedited = {}, {}, {}
     for length, data in test_data.items():
-        predicted, clean[length] = predict(model, data["tokens"], keep_states=len(data["tokens"]))
-        before[length] = scores(predicted, data["labels"])[0]
+        unedited[length], clean[length] = predict(model, data["tokens"], keep_states=len(data["tokens"]))
+        before[length] = scores(unedited[length], data["labels"])[0]
     rows = []
     start = time.perf_counter()
     for layer, columns in read_layers(probe_states):
@@ -238,7 +252,8 @@ def erasure_rows(
                 _, refit = fit_probe(erasure.apply_numpy(X), y, groups, probe_config)
                 refit_accuracy = refit["probe_accuracy"]
             for length, data in test_data.items():
-                after = edited_accuracy(model, data, clean[length], layer, erasure)
+                edited = edited_predictions(model, data, clean[length], layer, erasure)
+                after = scores(edited, data["labels"])[0]
                 rows.append(
                     {
                         "layer": layer,
@@ -250,6 +265,7 @@ def erasure_rows(
                         "accuracy_before": before[length],
                         "accuracy_after": after,
                         "drop": before[length] - after,
+                        "drop_se": drop_standard_error(unedited[length], edited, data["labels"]),
                         "probe_accuracy": probe_scores["probe_accuracy"],
                         "refit_probe_accuracy": refit_accuracy,
                         "majority_baseline": probe_scores["majority_baseline"],

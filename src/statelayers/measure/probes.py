@@ -44,11 +44,14 @@ from sklearn.preprocessing import StandardScaler
 
 @dataclass(frozen=True)
 class ProbeConfig:
-    C: float = 1.0
-    max_iter: int = 100
-    solver: str = "newton-cg"
-    test_fraction: float = 0.25
-    seed: int = 0
+    """How a probe is fit: ``probes`` of config/config.yaml is the one source of these
+    values, so nothing here has a default."""
+
+    C: float
+    max_iter: int
+    solver: str
+    test_fraction: float
+    seed: int
 
 
 def make_probe(config: ProbeConfig) -> Pipeline:

@@ -16,8 +16,10 @@ class ModelSpec:
     arch: str
     vocab_size: int
     num_classes: int
-    d_model: int = 128
-    n_layers: int = 4
+    d_model: int
+    n_layers: int
+    """``d_model`` and ``n_layers``: ``model`` of config/config.yaml, their one source (or a
+    pretrained backbone's own)."""
     width: int | None = None
     """The architecture's width knob; ``None`` until matched (or for lstm/gru)."""
     options: dict = field(default_factory=dict)

@@ -72,7 +72,7 @@ def per_seed_differences(table: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame()
 
 
-def conv1d_summary(table: pd.DataFrame, config: IntervalConfig = IntervalConfig()) -> pd.DataFrame:
+def conv1d_summary(table: pd.DataFrame, config: IntervalConfig) -> pd.DataFrame:
     """One row per (family, task, variant): mean difference (pp) [95 % CI], paired t-test
     over seeds, Holm-adjusted p-value and ``significant`` (adjusted p < 1 - confidence)."""
     rows = []

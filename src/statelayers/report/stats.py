@@ -68,6 +68,10 @@ from scipy import stats
 
 @dataclass(frozen=True)
 class IntervalConfig:
+    """How intervals are drawn: ``statistics`` of config/config.yaml is the one source of
+    these values, and every caller here passes it. The default remains only for
+    report/claims.py, which builds ``IntervalConfig()`` as a default argument."""
+
     confidence: float = 0.95
 
 
@@ -82,7 +86,7 @@ def rounding_sd(step: float, terms: int = 1) -> float:
 
 
 def mean_ci(
-    values: Sequence[float], config: IntervalConfig = IntervalConfig(), sd_floor: float = 0.0
+    values: Sequence[float], config: IntervalConfig, sd_floor: float = 0.0
 ) -> tuple[float, float, float]:
     """(mean, low, high): Student-t interval of the mean; NaN bounds for one value.
 
@@ -135,7 +139,7 @@ def sd_floor_of(metric: str) -> float:
 
 
 def summarize(
-    frame: pd.DataFrame, keys: list[str], values: list[str], config: IntervalConfig = IntervalConfig()
+    frame: pd.DataFrame, keys: list[str], values: list[str], config: IntervalConfig
 ) -> pd.DataFrame:
     """Long table: one row per (keys, value column) with mean, ci_low, ci_high and n_seeds."""
     rows = []
