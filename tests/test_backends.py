@@ -17,6 +17,7 @@ import inspect
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 
 import pytest
 import torch
@@ -28,6 +29,7 @@ from statelayers.models import backends
 from statelayers.models.backends import (
     KERNEL_FUNCTIONS,
     KERNEL_PACKAGES,
+    counting_kernel_calls,
     implementation,
     kernel_layout,
     kernel_strides,
@@ -35,6 +37,7 @@ from statelayers.models.backends import (
     use_backend,
 )
 from statelayers.models.causal_conv import causal_conv1d
+from statelayers.models.inference import predict
 from statelayers.models.mamba_scan import (
     REFERENCE_CHUNK_SCAN,
     REFERENCE_SCAN,
@@ -205,13 +208,14 @@ def test_the_convolutions_input_gets_strides_the_kernel_accepts_and_the_same_res
     )
 
 
-def bound(package: str):
-    """What transformers binds when ``package`` imports: a wrapper closing over its function."""
+def bound(package: str, name: str = "kernel", computes: Callable = lambda *args, **kwargs: None):
+    """What transformers binds when ``package`` imports: a wrapper closing over its function
+    ``name``, which ``computes``."""
 
     def kernel(*args, **kwargs):
-        return None
+        return computes(*args, **kwargs)
 
-    kernel.__module__ = f"{package}.ops.stand_in"
+    kernel.__module__, kernel.__name__ = f"{package}.ops.stand_in", name
 
     def wrapped(*args, **kwargs):
         return kernel(*args, **kwargs)
@@ -294,3 +298,79 @@ def test_jobs_and_the_backends_module_run_the_kernels_deterministically_unless_t
     assert result.returncode == 0, result.stderr
     expected = preset or "1"
     assert result.stdout.split() == [expected, expected]
+
+
+PACKAGE_FUNCTIONS = {
+    "causal_conv1d_fn": ("causal_conv1d", "causal_conv1d_fn"),
+    "mamba_inner_fn": ("mamba_ssm", "mamba_inner_fn"),
+    "mamba_selective_scan": ("mamba_ssm", "selective_scan_fn"),
+    "mamba2_split_conv1d_scan_combined": ("mamba_ssm", "mamba_split_conv1d_scan_combined"),
+    "mamba2_chunk_scan": ("mamba_ssm", "mamba_chunk_scan_combined"),
+}
+"""The package function behind each kernel function a mixer calls without a cache."""
+TRAINING_KERNELS = {"mamba": ["mamba_inner_fn"], "mamba2": ["mamba_split_conv1d_scan_combined"]}
+EVALUATION_KERNELS = {
+    "mamba": ["causal_conv1d_fn", "selective_scan_fn"],
+    "mamba2": ["causal_conv1d_fn", "mamba_chunk_scan_combined"],
+}
+"""What each family's mixer calls of the packages in training (one fused kernel for the
+block, the convolution included) and outside it (the convolution, then the scan)."""
+
+
+def kernel_calls(model, tokens: torch.Tensor):
+    """The kernel calls of a training pass of ``model`` (forward and backward in train
+    mode, what a training step runs) and of an evaluation (:func:`predict`, as the jobs evaluate)."""
+    with counting_kernel_calls() as training:
+        model.train()
+        model(tokens).float().logsumexp(-1).mean().backward()
+    with counting_kernel_calls() as evaluation:
+        predict(model, tokens.cpu().numpy())
+    return dict(training), dict(evaluation)
+
+
+def expected_calls(family: str, kernels: list[str], layers: int) -> dict[str, int]:
+    return {f"{family}.{kernel}": layers for kernel in kernels}
+
+
+@pytest.mark.parametrize("family", ["mamba", "mamba2"])
+def test_kernel_calls_are_counted_where_they_enter_the_kernel_package(monkeypatch, family):
+    """Stand-ins for the packages' functions, bound as transformers binds them (into the
+    module attributes the mixers read) and computing what the torch backend computes. The
+    PyTorch stand-in for Mamba's fused kernel returns nothing, so the mixer goes on to its
+    unfused path: the counts show that too, as they would a silent fallback on a GPU."""
+    module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
+    spec = ModelSpec(family, 6, 4, d_model=16, n_layers=2, options=OPTIONS[family])
+    model = build_model(spec)  # the torch backend: nothing is a kernel, nothing is counted
+    tokens = torch.randint(0, 6, (3, 9))
+    assert kernel_calls(model, tokens) == ({}, {})
+    for name, (package, function) in PACKAGE_FUNCTIONS.items():
+        if hasattr(module, name):
+            monkeypatch.setattr(module, name, bound(package, function, getattr(module, name)))
+    training, evaluation = kernel_calls(model, tokens)
+    fallback = EVALUATION_KERNELS[family] if family == "mamba" else []
+    assert training == expected_calls(family, TRAINING_KERNELS[family] + fallback, layers=2)
+    assert evaluation == expected_calls(family, EVALUATION_KERNELS[family], layers=2)
+    with counting_kernel_calls() as counts:
+        pass
+    predict(model, tokens.numpy())
+    assert not counts  # counted inside the block only
+    for name in PACKAGE_FUNCTIONS:
+        if hasattr(module, name):
+            assert implementation(getattr(module, name)) in KERNEL_PACKAGES  # the functions put back
+
+
+@needs_kernels
+@pytest.mark.parametrize("arch", ARCHS)
+def test_under_cuda_a_training_step_and_an_evaluation_call_every_kernel_of_their_mixer(arch):
+    """The backends agreeing proves nothing if both ran PyTorch: each kernel must have been
+    called, once a layer, and nothing else (a fallback adds the unfused path's calls)."""
+    family = arch.removesuffix("_noconv")
+    use_backend("cuda", device="cuda")
+    try:
+        spec = ModelSpec(arch, 6, 4, d_model=16, n_layers=2, options=OPTIONS[family])
+        model = build_model(spec, {"backend": "cuda"}, device="cuda").cuda()
+        training, evaluation = kernel_calls(model, torch.randint(0, 6, (3, 9), device="cuda"))
+    finally:
+        use_backend("torch")
+    assert training == expected_calls(family, TRAINING_KERNELS[family], layers=2)
+    assert evaluation == expected_calls(family, EVALUATION_KERNELS[family], layers=2)

@@ -27,6 +27,11 @@ kernel rejects unless they are multiples of 8 (Mamba-2 at an odd ``expand``, for
 
 Importing this module applies :data:`statelayers.runtime.KERNEL_ENVIRONMENT` before
 transformers' Mamba modules import mamba-ssm (it reads ``MAMBA_DETERMINISTIC`` then).
+
+:func:`counting_kernel_calls` counts the calls that reach the kernel packages, so a test
+can tell the kernels ran from the two backends merely agreeing: transformers' wrapper
+falls back to PyTorch silently (inputs on a device the package does not support), and a
+mixer whose fused kernel returned nothing takes its unfused PyTorch path.
 """
 
 from __future__ import annotations
@@ -34,7 +39,10 @@ from __future__ import annotations
 import importlib
 import inspect
 import logging
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import CellType
 
 import torch
 
@@ -104,22 +112,69 @@ def _package(function: object) -> str:
     return (getattr(function, "__module__", "") or "").split(".")[0]
 
 
+def kernel_cells(function: Callable, depth: int = 3) -> list[CellType]:
+    """The closure cells that hold the kernel packages' functions (mamba_ssm, causal_conv1d)
+    ``function`` calls: those of transformers' wrapper, also through up to ``depth``
+    wrappers around that one (:func:`kernel_strides`'s); nearest first."""
+    contents = []
+    for cell in getattr(function, "__closure__", None) or ():
+        try:
+            contents.append((cell, cell.cell_contents))
+        except ValueError:  # a cell not assigned yet
+            continue
+    cells = [cell for cell, target in contents if callable(target) and _package(target) in KERNEL_PACKAGES]
+    if depth > 0:
+        for _, target in contents:
+            if inspect.isfunction(target) and _package(target) not in KERNEL_PACKAGES:
+                cells.extend(kernel_cells(target, depth - 1))
+    return cells
+
+
 def implementation(function: Callable, depth: int = 3) -> str:
     """The package that actually computes ``function``: ``transformers`` for a PyTorch
     reference, else the kernel package its wrapper closes over (mamba_ssm, causal_conv1d),
-    also through up to ``depth`` wrappers around that one (:func:`kernel_strides`'s)."""
+    also through up to ``depth`` wrappers around that one (:func:`kernel_cells`)."""
     if _package(function) in KERNEL_PACKAGES:
         return _package(function)
-    callables = [cell.cell_contents for cell in getattr(function, "__closure__", None) or ()]
-    callables = [target for target in callables if callable(target)]
-    for target in callables:
-        if _package(target) in KERNEL_PACKAGES:
-            return _package(target)
-    if depth > 0:
-        for target in callables:
-            if inspect.isfunction(target) and implementation(target, depth - 1) in KERNEL_PACKAGES:
-                return implementation(target, depth - 1)
-    return _package(function)
+    cells = kernel_cells(function, depth)
+    return _package(cells[0].cell_contents) if cells else _package(function)
+
+
+@contextmanager
+def counting_kernel_calls() -> Iterator[Counter[str]]:
+    """Count the calls that reach mamba-ssm's or causal-conv1d's functions through
+    transformers' Mamba and Mamba-2 modules while the block runs, by the model family and
+    the package function's name (``mamba.mamba_inner_fn``, ``mamba2.causal_conv1d_fn``).
+
+    The count is taken where a call enters the package, not where the mixer calls
+    transformers' wrapper, which may still run PyTorch: for the block, each closure cell
+    that holds a package function (:func:`kernel_cells`) holds a counting wrapper around
+    it. Under the ``torch`` backend nothing is a kernel, so nothing is counted.
+    """
+    counts: Counter[str] = Counter()
+    cells: dict[int, tuple[CellType, str]] = {}
+    for module_name, names in KERNEL_FUNCTIONS.items():
+        module = importlib.import_module(module_name)
+        family = module_name.rsplit(".", 1)[1].removeprefix("modeling_")
+        for name in names:
+            for cell in kernel_cells(getattr(module, name)):
+                cells[id(cell)] = (cell, f"{family}.{cell.cell_contents.__name__}")
+    kernels = [(cell, cell.cell_contents) for cell, _ in cells.values()]
+
+    def counted(kernel: Callable, key: str) -> Callable:
+        def counting(*args, **kwargs):
+            counts[key] += 1
+            return kernel(*args, **kwargs)
+
+        return counting
+
+    for cell, key in cells.values():
+        cell.cell_contents = counted(cell.cell_contents, key)
+    try:
+        yield counts
+    finally:
+        for cell, kernel in kernels:
+            cell.cell_contents = kernel
 
 
 def kernel_layout(x: torch.Tensor) -> torch.Tensor:
