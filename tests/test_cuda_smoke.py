@@ -11,7 +11,7 @@ matched ``expand``; Mamba with its matched inner width):
 - a training step whose batch is already on the GPU (what benchmarks/gpu_step.py did);
 - Mamba-2 at the study's dimensions under the ``cuda`` and ``torch`` backends, eval and
   train mode, forward and backward;
-- an erasure (:func:`statelayers.measure.erasures.edited_accuracy`) and activation
+- an erasure (:func:`statelayers.measure.erasures.edited_predictions`) and activation
   patching (:func:`statelayers.measure.patching.patching_rows`) on the GPU, against the
   same model on the CPU.
 
@@ -192,8 +192,8 @@ def on_cpu(model):
 @needs_gpu
 @pytest.mark.parametrize("arch", ["mamba2", "transformer"])
 def test_an_erasure_on_the_gpu_scores_as_on_the_cpu(arch):
-    from statelayers.measure.erasures import edited_accuracy, projection, random_subspace
-    from statelayers.models.inference import predict
+    from statelayers.measure.erasures import edited_predictions, projection, random_subspace
+    from statelayers.models.inference import predict, scores
 
     model = study_model(arch, "cuda").eval()
     data = sequences(32, seed=3)
@@ -207,7 +207,7 @@ def test_an_erasure_on_the_gpu_scores_as_on_the_cpu(arch):
         x = torch.as_tensor(data["tokens"], device=device)
         with torch.no_grad():
             edited = model(x, edits={layer: erasure})
-        results[device] = (edited_accuracy(model, data, clean, layer, erasure), edited)
+        results[device] = (scores(edited_predictions(model, data, clean, layer, erasure), data["labels"])[0], edited)
     assert abs(results["cuda"][0] - results["cpu"][0]) <= 0.05
     assert relative_error(results["cuda"][1], results["cpu"][1]) <= TOLERANCE
 

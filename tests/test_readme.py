@@ -90,26 +90,26 @@ def test_behaviour_table_has_a_row_per_task_and_arch_and_a_column_per_length():
     assert len(table) == 4
 
 
-def test_readme_block_replaces_only_the_marked_block_with_a_line_per_finding():
+def test_readme_block_replaces_only_the_marked_block_with_a_line_per_finding_in_plain_words():
     claims = pd.DataFrame(
         [
             {
                 "finding": 1,
+                "claim": "LSTM and GRU beat the others on Dyck",
                 "verdict": "not reproduced",
-                "reason": "contradicted on the runs that learned: dyck recurrent - mamba",
-                "deciding": "dyck recurrent - mamba",
+                "decided_by": "on Dyck, the recurrent models beat Mamba (sequence accuracy): not so",
+                "robust": "8 of 9",
+                "changed_by": "token accuracy for behaviour (inconclusive)",
                 "fragile": True,
-                "rests_on": "n = 3 per sub-claim",
-                "scale": "3 seeds",
             },
             {
                 "finding": 2,
+                "claim": "Mamba jumps at the last layer",
                 "verdict": "inconclusive",
-                "reason": "r",
-                "deciding": "a; b | c; d",
+                "decided_by": "x: no room to show it (+2 more)",
+                "robust": "9 of 9",
+                "changed_by": float("nan"),
                 "fragile": False,
-                "rests_on": "",
-                "scale": "3 seeds",
             },
         ]
     )
@@ -118,8 +118,13 @@ def test_readme_block_replaces_only_the_marked_block_with_a_line_per_finding():
     updated = replace_section(readme, block)
     assert updated.startswith("# Title\n\nintro\n") and updated.endswith("\n## Next\n")
     assert "old numbers" not in updated and "last complete run here (87 jobs)" in updated
-    assert "| 1 | **not reproduced** (fragile) | dyck recurrent - mamba |" in updated
-    assert "| 2 | **inconclusive** | a (+2 more) |" in updated
+    assert "| # | the paper's claim | verdict | what decided it | same verdict under |" in updated
+    assert (
+        "| 1 | LSTM and GRU beat the others on Dyck | **not reproduced** (fragile) | on Dyck, the recurrent "
+        "models beat Mamba (sequence accuracy): not so | 8 of 9 alternatives; not: token accuracy for "
+        "behaviour (inconclusive) |"
+    ) in updated
+    assert "| 2 | Mamba jumps at the last layer | **inconclusive** | x: no room to show it (+2 more) | 9 of 9 alternatives |" in updated
     assert "(docs/results.md)" in updated
     assert replace_section(updated, block) == updated  # idempotent
     with pytest.raises(ValueError):
@@ -128,32 +133,7 @@ def test_readme_block_replaces_only_the_marked_block_with_a_line_per_finding():
     assert "make readme-results" in placeholder and "|" not in placeholder
 
 
-def test_verdict_table_reads_the_first_deciding_sub_claim_or_falls_back_to_the_reason():
-    old = pd.DataFrame(  # claims.csv without the deciding and fragile columns
-        [
-            {"finding": 1, "verdict": "not reproduced", "reason": "contradicted: dyck recurrent - mamba2"},
-            {
-                "finding": 2,
-                "verdict": "inconclusive",
-                "reason": "mamba did not learn s3 (accuracy 0.39 at seed 0; 0.40 at seed 1); transformer did not",
-            },
-            {
-                "finding": 6,
-                "verdict": "inconclusive",
-                "reason": "pretrained stage did not run (enabled: false)",
-            },
-            {"finding": 7, "verdict": "inconclusive", "reason": float("nan")},
-        ]
-    )
-    lines = verdict_markdown(old).splitlines()
-    assert lines[0] == "| finding | verdict | decided by |" and len(lines) == 6
-    assert lines[2] == "| 1 | **not reproduced** | dyck recurrent - mamba2 |"
-    assert (
-        lines[3]
-        == "| 2 | **inconclusive** | mamba did not learn s3 (accuracy 0.39 at seed 0; 0.40 at seed 1) (+1 more) |"
-    )
-    assert lines[4] == "| 6 | **inconclusive** | pretrained stage did not run (enabled: false) |"
-    assert lines[5] == "| 7 | **inconclusive** |  |"
+def test_the_deciding_sub_claims_come_from_their_column_or_the_reason():
     assert deciding_subclaims({"deciding": "x; y", "reason": "z"}) == ["x", "y"]
     assert deciding_subclaims({"deciding": float("nan"), "reason": "z"}) == ["z"]
     stage = "Conv1D attribution did not run: add mamba_noconv to the architectures"
@@ -449,12 +429,21 @@ def test_tool_writes_the_verdicts_to_readme_and_the_full_run_to_docs_results(tmp
     tables = tmp_path / "results" / "tables"
     tables.mkdir(parents=True)
     claims = (
-        "finding,verdict,reason,deciding,fragile,fragility,measured,rests_on,paper,scale\n"
-        "7,reproduced,ok,mamba s3 drop; mamba parity drop,True,inconclusive at 99%,m: +1 [+1 to +2],n = 3,p,3 seeds\n"
+        "finding,claim,verdict,decided_by,robust,changed_by,reason,deciding,fragile,fragility,measured,rests_on,paper,scale\n"
+        "7,Mamba needs its convolution,reproduced,Mamba loses S3 accuracy: so,,,ok,mamba s3 drop; mamba parity drop,True,"
+        "inconclusive at 99%,m: +1 [+1 to +2],n = 3,p,3 seeds\n"
     )
     (tmp_path / "results" / "claims.csv").write_text(claims)
     (tables / "behaviour_summary.csv").write_text(
         "arch,task,eval_length,metric,mean,ci_low,ci_high,n_seeds\nlstm,parity,40,token_accuracy,1.0,1.0,1.0,2\n"
+        "lstm,parity,40,sequence_accuracy,0.9,0.8,1.0,2\n"
+    )
+    (tables / "behaviour.csv").write_text(
+        "arch,task,seed,eval_length,token_accuracy,sequence_accuracy,n_sequences\n"
+        "lstm,parity,0,40,1.0,1.0,64\nlstm,parity,1,40,0.999,0.95,64\nlstm,parity,0,80,0.9,0.1,64\n"
+    )
+    (tmp_path / "results" / "robustness.csv").write_text(
+        "finding,alternative,verdict,deciding,same\n7,L0 is the embedding,inconclusive,x,False\n"
     )
     (tables / "training.csv").write_text(
         "arch,task,seed,steps,reached,validation_token_accuracy,train_seconds,max_steps,target_accuracy,train_length\n"
@@ -472,7 +461,7 @@ def test_tool_writes_the_verdicts_to_readme_and_the_full_run_to_docs_results(tmp
     run_tool(tmp_path)
     text, results = readme.read_text(), (tmp_path / "docs" / "results.md").read_text()
     assert "(156 jobs, Snakemake wall time 0:42:28; then 73 jobs" in text and "2026" not in text
-    assert "| 7 | **reproduced** (fragile) | mamba s3 drop (+1 more) |" in text
+    assert "| 7 | Mamba needs its convolution | **reproduced** (fragile) | Mamba loses S3 accuracy: so | not recomputed |" in text
     assert "Conv1D" not in text and "training" not in text.lower()  # README holds the verdicts only
     assert (tmp_path / "docs" / "probe_profiles.png").read_bytes() == b"\x89PNG probe figure"
     assert "](probe_profiles.png)" in results  # relative to docs/results.md
@@ -483,6 +472,9 @@ def test_tool_writes_the_verdicts_to_readme_and_the_full_run_to_docs_results(tmp
     )
     assert "| Mamba | s3 | trained without | -7.6 [-8.3, -7.0] | 2 | 0.4 |" in results
     assert "| parity | LSTM | 150 of 500 | 1 of 1 | 0.995 | 1.000 [1.000, 1.000] |" in results
+    assert "| parity | LSTM | 0.900 [0.800, 1.000] |" in results  # sequence accuracy
+    assert "| parity | LSTM | 0, 1 | 1.000, 0.999 | 1.000, 0.950 |" in results
+    assert "| 7 | reproduced | **inconclusive** |" in results
     assert "Hyper-parameter sweeps" not in results  # no sweep here
     (tmp_path / "results" / "claims.csv").write_text(claims.replace("m: +1 [+1 to +2]", ""))  # 7 not measured
     (tables / "sweep.csv").write_text(

@@ -121,7 +121,11 @@ def test_claims_check_gives_a_verdict_per_finding(workdir):
     assert "| 5 |" in (workdir / "results" / "claims.md").read_text()
     subclaims = pd.read_csv(workdir / "results" / "subclaims.csv")
     assert {"reading", "margin", "n", "seeds", "interval", "ci_low", "ci_high", "status"} <= set(subclaims)
-    assert set(subclaims["reading"]) == {"gated", "on_gains", "ungated"}
+    assert {"room", "plain"} <= set(subclaims)
+    robustness = pd.read_csv(workdir / "results" / "robustness.csv")
+    alternatives = set(robustness["alternative"])
+    assert set(subclaims["reading"]) == {"decided", *alternatives} and len(alternatives) >= 6
+    assert set(robustness["finding"]) == {1, 2, 3, 4, 5}
     assert not subclaims["status"].isin(["supported", "contradicted"]).any()  # one seed decides nothing
 
 

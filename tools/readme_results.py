@@ -46,6 +46,7 @@ LEARNABILITY = sorted(  # `snakemake learnability`, committed: the default cap's
     path for path in Path("benchmarks").glob("learnability*.csv") if not path.stem.endswith("_curves")
 )
 FIGURE = Path("results/figures/probe_profiles.png")
+ROBUSTNESS = Path("results/robustness.csv")
 shown = Path("docs/probe_profiles.png")  # beside the docs, which results/ (git-ignored) is not
 
 
@@ -117,6 +118,9 @@ results_md.write_text(
         run_time=run_time,
         conv1d_summary=pd.read_csv("results/tables/conv1d_summary.csv") if conv1d_measured else None,
         probe_figure=shown.name,  # relative to docs/results.md
+        robustness=pd.read_csv(ROBUSTNESS) if ROBUSTNESS.exists() else None,
+        behaviour=pd.read_csv("results/tables/behaviour.csv") if Path("results/tables/behaviour.csv").exists() else None,
+        train_length=config["train_length"],
         **common,
     )
 )

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 from scipy import stats
 
-from statelayers.report.claims import FRAGILE_BAND
+from statelayers.report.claims.engine import FRAGILE_BAND
 from statelayers.report.stats import flip_confidence
 
 HERE = Path(__file__).resolve().parent

@@ -23,6 +23,7 @@ rule claims:
             "results/claims.csv", caption="../report/claims.rst", category="Claims"
         ),
         subclaims="results/subclaims.csv",
+        robustness="results/robustness.csv",
         markdown="results/claims.md",
     log:
         "results/logs/claims.log",
@@ -31,7 +32,8 @@ rule claims:
     conda:
         CONDA_ENV
     params:
-        statistics=config["statistics"],
+        choices=claims_choices(),
+        alternatives=config["claims"]["alternatives"],
         learnability=learnability_rows(),
         scale=settings.run_scale(config, PRETRAINED, PATCHING_TASKS),
         train_length=TRAIN_LENGTH,

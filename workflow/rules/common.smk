@@ -261,6 +261,13 @@ def learnability_rows():
     """The rows of every committed learnability table (benchmarks/learnability*.csv): what
     a pair that did not learn needs, for the claims. Params, not input, so the claims rule
     never asks for a learnability measurement, and still reruns when a table changes."""
+def claims_choices():
+    """The analysis choices the verdicts are decided under: ``claims`` without its
+    alternatives, with the intervals' confidence."""
+    choices = {k: v for k, v in config["claims"].items() if k != "alternatives"}
+    return choices | {"confidence": config["statistics"]["confidence"]}
+
+
     tables = sorted(Path("benchmarks").glob("learnability*.csv"))
     frames = [pd.read_csv(path) for path in tables if not path.stem.endswith("_curves")]
     if not frames:

@@ -20,7 +20,14 @@ import math
 import numpy as np
 import pandas as pd
 
-from statelayers.report.claims import LEARNED_ACCURACY
+from statelayers.report.claims.runs import LEARNED_ACCURACY
+
+
+def thresholds(criterion: float) -> dict[str, float]:
+    """The accuracies the table counts steps to, by column: the learned threshold and the
+    stopping ``criterion`` (``training.target_accuracy``)."""
+    return {"steps_to_95": LEARNED_ACCURACY, "steps_to_99": criterion}
+
 
 CRITERION_ACCURACY = 0.99
 """The stopping criterion's validation token accuracy (``training.target_accuracy``)."""

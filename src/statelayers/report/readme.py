@@ -20,7 +20,8 @@ from __future__ import annotations
 import pandas as pd
 
 from statelayers.models.registry import ARCHS, display_name
-from statelayers.report.claims import LEARNED_ACCURACY, MARGINS, MIN_SEEDS
+from statelayers.report.claims.engine import MARGINS, MIN_SEEDS
+from statelayers.report.claims.runs import LEARNED_ACCURACY
 from statelayers.report.stats import INTERVAL_KIND
 from statelayers.sweep import best_points, variant_names
 
@@ -192,17 +193,24 @@ def deciding_subclaims(row: pd.Series | dict) -> list[str]:
 
 
 def verdict_markdown(claims: pd.DataFrame) -> str:
-    """One line per finding: number, verdict (``(fragile)`` where ``claims.csv`` says the
-    verdict moves within the fragile band of confidence levels) and the first sub-claim
-    that decides it, with how many more do."""
-    lines = ["| finding | verdict | decided by |", "| --- | --- | --- |"]
-    for _, row in claims.iterrows():
+    """One line per finding in plain words: the paper's claim, the verdict (``(fragile)``
+    where it moves within the fragile band of confidence levels), what decided it, and under
+    how many of the alternative analysis choices the verdict stays, naming those that change it."""
+    lines = [
+        "| # | the paper's claim | verdict | what decided it | same verdict under |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for _, row in claims.fillna("").iterrows():
         verdict = f"**{row['verdict']}**" + (" (fragile)" if _is_true(row.get("fragile")) else "")
-        deciding = deciding_subclaims(row)
-        first = (
-            deciding[0] + (f" (+{len(deciding) - 1} more)" if len(deciding) > 1 else "") if deciding else ""
-        )
-        lines.append(f"| {row['finding']} | {verdict} | {_escape(first)} |")
+        robust = str(row.get("robust", ""))
+        if robust and row.get("changed_by"):
+            robust += f" alternatives; not: {row['changed_by']}"
+        elif robust:
+            robust += " alternatives"
+        else:
+            robust = "not recomputed"
+        cells = [row["finding"], row["claim"], verdict, row["decided_by"], robust]
+        lines.append("| " + " | ".join(_escape(cell) for cell in cells) + " |")
     return "\n".join(lines)
 
 
@@ -419,6 +427,34 @@ def _by_task(frame: pd.DataFrame) -> pd.DataFrame:
     return ordered.reset_index(drop=True)
 
 
+def robustness_markdown(robustness: pd.DataFrame, claims: pd.DataFrame) -> str:
+    """A row per finding, a column per alternative: its verdict there, in bold where it
+    differs from the decided verdict (first column)."""
+    decided = claims.set_index("finding")["verdict"]
+    alternatives = list(dict.fromkeys(robustness["alternative"]))
+    table = robustness.pivot(index="finding", columns="alternative", values="verdict")
+    lines = [
+        "| # | decided | " + " | ".join(alternatives) + " |",
+        "| --- | --- | " + " | ".join("---" for _ in alternatives) + " |",
+    ]
+    for finding, row in table.iterrows():
+        cells = [row[a] if row[a] == decided[finding] else f"**{row[a]}**" for a in alternatives]
+        lines.append(f"| {finding} | {decided[finding]} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def per_seed_markdown(behaviour: pd.DataFrame, train_length: int) -> str:
+    """Per (task, architecture): each seed's test token and sequence accuracy at the training length."""
+    at = behaviour[behaviour["eval_length"] == train_length].sort_values("seed")
+    lines = ["| task | architecture | seeds | token accuracy | sequence accuracy |", "| --- | --- | --- | --- | --- |"]
+    for (task, arch), group in _by_task(at).groupby(["task", "arch"], sort=False):
+        token = ", ".join(f"{v:.3f}" for v in group["token_accuracy"])
+        sequence = ", ".join(f"{v:.3f}" for v in group["sequence_accuracy"])
+        seeds = ", ".join(str(int(s)) for s in group["seed"])
+        lines.append(f"| {task} | {display_name(arch)} | {seeds} | {token} | {sequence} |")
+    return "\n".join(lines)
+
+
 def results_document(
     claims: pd.DataFrame | None,
     behaviour_summary: pd.DataFrame | None = None,
@@ -433,9 +469,14 @@ def results_document(
     configured: dict[tuple[str, str], dict] | None = None,
     blocks: dict[str, dict[str, dict]] | None = None,
     config_name: str = "config/config.yaml",
+    robustness: pd.DataFrame | None = None,
+    behaviour: pd.DataFrame | None = None,
+    train_length: int | None = None,
 ) -> str:
     """docs/results.md: the run's sections where ``claims`` is given (with its behaviour
-    summary and training table; the Conv1D table where ``conv1d_summary`` is, the probe
+    summary and training table; the verdicts under each alternative analysis choice where
+    ``robustness`` is; each run's test accuracies at ``train_length`` where ``behaviour``,
+    the per-seed behaviour table, is; the Conv1D table where ``conv1d_summary`` is, the probe
     figure, a path relative to docs/, where ``probe_figure`` is), then the budget each pair
     needs where ``learnability`` is (beside the paper's step budget ``paper_steps``) and
     each sweep table of ``sweeps`` (name -> table), marked where ``configured``
@@ -477,12 +518,24 @@ def results_document(
             *verdicts,
             "",
             f"Each verdict rests on 95 % {INTERVAL_KIND} intervals over seeds (n per sub-claim in the",
-            f"last column); no sub-claim is decided from fewer than {MIN_SEEDS} seeds, and a claimed",
-            f"difference must clear its margin of practical equivalence ({margins}), fixed in",
-            "advance. `results/claims.md` has the numbers behind every verdict,",
-            "`results/subclaims.csv` every sub-claim's interval.",
+            f"last column); no sub-claim is decided from fewer than {MIN_SEEDS} seeds, a claimed",
+            f"difference must clear its margin of practical equivalence ({margins}), and a",
+            "sub-claim whose room (the largest value its quantity could take given the data) is",
+            "below twice its margin decides nothing (docs/methods.md says which rules were fixed",
+            "after which results had been seen). `results/claims.md` has the numbers behind every",
+            "verdict, `results/subclaims.csv` every sub-claim's interval and room.",
             "",
         ]
+        if robustness is not None and not robustness.empty:
+            lines += [
+                "## The verdicts under the alternative analysis choices",
+                "",
+                "The same run, recomputed with one analysis choice the paper leaves open changed",
+                "(`claims.alternatives`; `results/robustness.csv`):",
+                "",
+                robustness_markdown(robustness, claims),
+                "",
+            ]
         if probe_figure:
             lines += [
                 "## Probe profiles",
@@ -508,7 +561,19 @@ def results_document(
             "",
             behaviour_markdown(_by_task(behaviour_summary)),
             "",
+            "Sequence accuracy (the share of sequences with every token right), the measure",
+            "finding 1's comparisons are decided on:",
+            "",
+            behaviour_markdown(_by_task(behaviour_summary), "sequence_accuracy"),
+            "",
         ]
+        if behaviour is not None and train_length is not None:
+            lines += [
+                f"Each run's test accuracy at the training length (L = {train_length}), token / sequence:",
+                "",
+                per_seed_markdown(behaviour, train_length),
+                "",
+            ]
         if conv1d_summary is not None:
             lines += [
                 "## Conv1D ablation",
