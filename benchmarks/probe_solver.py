@@ -25,7 +25,8 @@ import yaml
 from statelayers.measure.probes import ProbeConfig, control_labels, fit_probe
 from statelayers.measure.states import TARGET_COLUMNS, read_layers
 
-STUDY = ProbeConfig(**yaml.safe_load((Path(__file__).parents[1] / "config" / "config.yaml").read_text())["probes"])
+CONFIG = Path(__file__).parents[1] / "config" / "config.yaml"
+STUDY = ProbeConfig(**yaml.safe_load(CONFIG.read_text())["probes"])
 """The study's probe: ``probes`` of config/config.yaml."""
 SOLVERS = {
     "lbfgs_200": replace(STUDY, solver="lbfgs", max_iter=200),

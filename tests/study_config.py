@@ -22,7 +22,8 @@ def probe_config(**changes) -> ProbeConfig:
 def erasure_config(**changes) -> ErasureConfig:
     """config.yaml's ``erasures`` (less the lengths and sequences, which choose the data) as
     an ErasureConfig, with ``changes``."""
-    settings = {key: value for key, value in CONFIG["erasures"].items() if key not in ("eval_lengths", "sequences")}
+    data = ("eval_lengths", "sequences")
+    settings = {key: value for key, value in CONFIG["erasures"].items() if key not in data}
     settings |= {"pca_k": tuple(settings["pca_k"]), "refit_methods": tuple(settings["refit_methods"])}
     return ErasureConfig(**settings | changes)
 

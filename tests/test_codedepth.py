@@ -20,7 +20,10 @@ from statelayers.tasks.codedepth import (
     stdlib_corpus,
     windows,
 )
+from study_config import CONFIG
 
+DEPTH = CONFIG["task_params"]["codedepth"]["max_depth"]
+SPLIT = CONFIG["corpus"]["split"]
 STRING_PREFIXES = {"r", "u", "b", "f", "br", "rb", "fr", "rf"}
 BRACKETS = {VOCAB.index(c): c for c in "()[]{}"}
 
@@ -166,17 +169,17 @@ def test_reference_sees_brackets_the_tokenizer_ignores():
 def test_vocabulary_covers_this_python():
     assert len(VOCAB) == len(set(VOCAB)) < 127
     for word in keyword.kwlist:
-        assert file_tokens(word)[0][0] == VOCAB.index(word)
+        assert file_tokens(word, DEPTH)[0][0] == VOCAB.index(word)
     for word in ("match", "case", "type", "_", "print"):
-        assert file_tokens(word)[0][0] == VOCAB.index("<name>")
+        assert file_tokens(word, DEPTH)[0][0] == VOCAB.index("<name>")
     for op in token.EXACT_TOKEN_TYPES:
         assert op in VOCAB
         if op not in "()[]{}!":  # brackets alone do not balance; '!' only exists in f-strings
-            assert file_tokens(f"a {op} b")[0][1] == VOCAB.index(op)
+            assert file_tokens(f"a {op} b", DEPTH)[0][1] == VOCAB.index(op)
 
 
 def test_token_classes():
-    ids, _ = file_tokens("if x:\n    y = 1.5  # c\n\n    z = 'a'\n")
+    ids, _ = file_tokens("if x:\n    y = 1.5  # c\n\n    z = 'a'\n", DEPTH)
     assert [VOCAB[i] for i in ids] == [
         "if", "<name>", ":", "<newline>",
         "<indent>", "<name>", "=", "<number>", "<newline>", "<nl>",
@@ -186,11 +189,11 @@ def test_token_classes():
 
 def test_count_indent_adds_indentation_levels():
     source = "def f():\n    if x:\n        return (1)\n"
-    _, labels = file_tokens(source, count_indent=True)
+    _, labels = file_tokens(source, DEPTH, count_indent=True)
     # def f ( ) : NL IND if x : NL IND return ( 1 ) NL DED DED
     assert labels.tolist() == [0, 0, 1, 0, 0, 0, 1, 1, 1, 1, 1, 2, 2, 3, 3, 2, 2, 1, 0]
-    ids, plain = file_tokens(SNIPPETS["triple_quoted"] + SNIPPETS["decorators"])
-    _, indented = file_tokens(SNIPPETS["triple_quoted"] + SNIPPETS["decorators"], count_indent=True)
+    ids, plain = file_tokens(SNIPPETS["triple_quoted"] + SNIPPETS["decorators"], DEPTH)
+    _, indented = file_tokens(SNIPPETS["triple_quoted"] + SNIPPETS["decorators"], DEPTH, count_indent=True)
     level = np.cumsum((ids == VOCAB.index("<indent>")).astype(int) - (ids == VOCAB.index("<dedent>")))
     assert level.max() == 1
     np.testing.assert_array_equal(indented - plain, level)
@@ -217,7 +220,7 @@ def test_labels_cap_at_max_depth_but_depth_is_tracked():
 )
 def test_untokenizable_sources_raise(source):
     with pytest.raises(CodeTokenError):
-        file_tokens(source)
+        file_tokens(source, DEPTH)
 
 
 def test_file_split_is_deterministic_and_follows_fractions():
@@ -255,20 +258,20 @@ def corpus():
 
 
 def test_windows_are_file_slices_from_one_split(corpus):
-    data, stats = windows(corpus, "train", 50, 16, np.random.default_rng(0))
+    data, stats = windows(corpus, "train", 50, 16, np.random.default_rng(0), DEPTH)
     assert data["tokens"].shape == data["labels"].shape == (50, 16)
     assert data["tokens"].dtype == data["labels"].dtype == data["start"].dtype == np.int64
     assert data["path"].dtype == object and data["path"].shape == (50,)
     source = dict(zip(corpus["path"], corpus["source"]))
     for tokens, labels, path, start in zip(data["tokens"], data["labels"], data["path"], data["start"]):
         assert file_split(path) == "train"
-        ids, depths = file_tokens(source[path])
+        ids, depths = file_tokens(source[path], DEPTH)
         np.testing.assert_array_equal(tokens, ids[start : start + 16])
         np.testing.assert_array_equal(labels, depths[start : start + 16])
     assert {file_split(p) for p in corpus["path"]} > {"train"}
     assert (data["labels"][:, 0] > 0).mean() > 0.5  # true depth at the start, not reset
     train = [p for p in corpus["path"] if file_split(p) == "train"]
-    lengths = [len(file_tokens(source[p])[0]) for p in train if not p.startswith("broken")]
+    lengths = [len(file_tokens(source[p], DEPTH)[0]) for p in train if not p.startswith("broken")]
     assert stats == {
         "files": len(train) - 1,
         "skipped": 1,
@@ -284,22 +287,22 @@ def test_windows_are_deterministic_and_cover_every_start_once(corpus):
         np.testing.assert_array_equal(first[name], again[name])
     assert first["labels"].max() <= 2
     total = stats["windows_available"]
-    every, _ = windows(corpus, "validation", total, 8, np.random.default_rng(4))
+    every, _ = windows(corpus, "validation", total, 8, np.random.default_rng(4), DEPTH)
     assert len(set(zip(every["path"], every["start"]))) == total  # uniform over starts, no repeats
-    more, _ = windows(corpus, "validation", total + 5, 8, np.random.default_rng(4))
+    more, _ = windows(corpus, "validation", total + 5, 8, np.random.default_rng(4), DEPTH)
     assert more["tokens"].shape == (total + 5, 8)
 
 
 def test_windows_longer_than_every_file_fail_clearly(corpus):
     with pytest.raises(ValueError, match="no file of split 'test' has 10000 tokens"):
-        windows(corpus, "test", 5, 10_000, np.random.default_rng(0))
+        windows(corpus, "test", 5, 10_000, np.random.default_rng(0), DEPTH)
 
 
 def test_corpus_statistics_count_files_tokens_and_failures_per_split(corpus):
     table = corpus_statistics(corpus).set_index("split")
     assert table["files"].sum() + table["skipped"].sum() == len(corpus)
     assert table.loc["train", "skipped"] == 1  # the broken file
-    _, stats = windows(corpus, "train", 3, 8, np.random.default_rng(0))
+    _, stats = windows(corpus, "train", 3, 8, np.random.default_rng(0), DEPTH)
     assert (table.loc["train", "files"], table.loc["train", "tokens"]) == (stats["files"], stats["tokens"])
     assert table.loc["train", "inside_brackets"] > 0.5 and table.loc["train", "max_depth"] >= 3
 
@@ -323,7 +326,7 @@ def test_stdlib_corpus_samples_across_the_library():
     tokenized = 0
     for source in corpus["source"]:
         try:
-            file_tokens(source)
+            file_tokens(source, DEPTH)
             tokenized += 1
         except CodeTokenError:
             pass
@@ -363,18 +366,18 @@ def write_rows(tmp_path, fmt: str, frame: pd.DataFrame = CSN_ROWS) -> str:
 def test_codesearchnet_schema_through_datasets_load_dataset(tmp_path, fmt):
     """Local files in CodeSearchNet's schema, read by the real ``datasets.load_dataset``."""
     files = write_rows(tmp_path, fmt)
-    corpus = codesearchnet_corpus(fmt, data_files=files)
+    corpus = codesearchnet_corpus(fmt, SPLIT, data_files=files)
     assert list(corpus.columns) == ["path", "source", "origin"]
     assert corpus["path"].tolist() == CSN_PATHS + ["octo/delta/pkg/d.py:D.__init__"]  # go row dropped
     assert corpus["origin"].tolist() == [f"https://github.com/x/blob/{i}" for i in (0, 1, 3, 4)]
     assert corpus["source"].iloc[0] == CSN_ROWS["whole_func_string"].iloc[0]
-    assert all(file_tokens(source)[0].size for source in corpus["source"])
-    assert codesearchnet_corpus(fmt, data_files=files, max_files=2)["path"].tolist() == CSN_PATHS[::2]
+    assert all(file_tokens(source, DEPTH)[0].size for source in corpus["source"])
+    assert codesearchnet_corpus(fmt, SPLIT, data_files=files, max_files=2)["path"].tolist() == CSN_PATHS[::2]
 
 
 def test_codesearchnet_without_language_or_url_columns(tmp_path):
     rows = CSN_ROWS.drop(columns=["language", "func_code_url"]).iloc[[0, 3]]
-    corpus = codesearchnet_corpus("parquet", data_files=write_rows(tmp_path, "parquet", rows))
+    corpus = codesearchnet_corpus("parquet", SPLIT, data_files=write_rows(tmp_path, "parquet", rows))
     assert corpus["path"].tolist() == [CSN_PATHS[0], CSN_PATHS[2]]
     assert (corpus["origin"] == "parquet").all()
 

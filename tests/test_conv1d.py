@@ -125,7 +125,7 @@ def test_inference_ablation_changes_only_the_convolutions(tmp_path):
     tokens = torch.randint(0, 5, (3, 8))
     before = model(tokens)
     files.write_parquet(
-        make_split("dyck", "test", 6, 8, seed=0, task_params={"k": 2, "max_depth": 4}), tmp_path / "t.parquet"
+        make_split("dyck", "test", 6, 8, seed=0, task_params={"k": 2, "max_depth": 4, "open_prob": 0.5}), tmp_path / "t.parquet"
     )
     rows = inference_behaviour(model, {8: tmp_path / "t.parquet"})
     assert rows[0]["eval_length"] == 8 and 0 <= rows[0]["token_accuracy"] <= 1

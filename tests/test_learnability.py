@@ -4,11 +4,12 @@ again only the pairs whose default run missed the criterion."""
 from pathlib import Path
 
 import pandas as pd
+import yaml
 from study_config import CONFIG
 
 from statelayers.learnability import pair_checks, validation_checks
 from statelayers.report.learnability import COLUMNS, TABLE_COLUMNS, study_budget, summary, with_study_budgets
-from statelayers.settings import train_settings
+from statelayers.settings import overlaid, train_settings
 from statelayers.sweep import selected_settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -22,6 +23,17 @@ SCHEDULE_SWEEPS = [
 ]
 """Committed schedule sweeps (statelayers.sweep.schedule_table): a selected budget and
 schedule that got every seed to the criterion replaces the rule's for its pair."""
+
+
+def measured_under(name: str) -> dict:
+    """The config a committed learnability table was measured under: the overlay that names
+    it (``learnability.name``), else config.yaml without its pair budgets, which the table
+    itself gave (config/default_budget.yaml)."""
+    for path in sorted((REPO / "config").glob("*.yaml")):
+        overlay = yaml.safe_load(path.read_text()) or {}
+        if overlay.get("learnability", {}).get("name") == name and path.name != "config.yaml":
+            return overlaid(CONFIG, overlay)
+    return overlaid(CONFIG, yaml.safe_load((REPO / "config" / "default_budget.yaml").read_text()))
 
 
 def history(accuracies, every=50):
@@ -44,7 +56,7 @@ def history(accuracies, every=50):
 def test_the_first_checks_at_the_thresholds_the_best_check_and_the_wall_time():
     checks = validation_checks(history([0.5, 0.96, 0.94, 0.991, 0.995]))
     assert list(checks["step"]) == [50, 100, 150, 200, 250]
-    row = summary(checks, cap=6000)
+    row = summary(checks, cap=6000, criterion=0.99)
     assert row == {
         "cap": 6000,
         "steps_to_95": 100,
@@ -56,7 +68,7 @@ def test_the_first_checks_at_the_thresholds_the_best_check_and_the_wall_time():
 
 
 def test_a_threshold_never_reached_is_left_empty():
-    row = summary(validation_checks(history([0.3, 0.6, 0.93])), cap=600)
+    row = summary(validation_checks(history([0.3, 0.6, 0.93])), cap=600, criterion=0.99)
     assert row["steps_to_95"] is None and row["steps_to_99"] is None and row["best_val_accuracy"] == 0.93
 
 
@@ -78,7 +90,7 @@ def test_a_pair_short_of_the_criterion_by_default_gets_one_and_a_half_times_its_
                 "default_val_accuracy": default_val_accuracy,
             }
         )
-        return study_budget(row, default_steps=600, eval_every=50)
+        return study_budget(row, default_steps=600, eval_every=50, criterion=0.99)
 
     assert budget(3050, 5450) == 8200  # 1.5 x 5450 = 8175 to the criterion, rounded up to the next check
     assert budget(2100, None) == 3150  # the criterion never reached: 1.5 x the steps to 0.95
@@ -97,15 +109,31 @@ def test_the_table_gains_each_default_runs_last_check_and_the_study_budget():
         [("mamba2", "parity", 6000, 3050, 5450, 0.99, 1.0), ("gru", "s3", 600, 350, 400, 1.0, 1.0)],
         columns=COLUMNS,
     )
+    trained = {"max_steps": 600, "eval_every": 50, "target_accuracy": 0.99}
     defaults = pd.DataFrame(
         [
-            {"arch": "gru", "task": "s3", "default_val_accuracy": 1.0},
-            {"arch": "mamba2", "task": "parity", "default_val_accuracy": 0.91},
+            {"arch": "gru", "task": "s3", "default_val_accuracy": 1.0} | trained,
+            {"arch": "mamba2", "task": "parity", "default_val_accuracy": 0.91} | trained,
         ]
     )
-    out = with_study_budgets(table, defaults, default_steps=600, eval_every=50)
+    out = with_study_budgets(table, defaults)
     assert list(out.columns) == TABLE_COLUMNS
     assert list(out["study_max_steps"]) == [8200, 600] and list(out["default_val_accuracy"]) == [0.91, 1.0]
+
+
+def test_each_pair_is_budgeted_from_its_own_default_training():
+    """A pair's default run may train longer than the shared budget (a pair budget) or stop
+    at another criterion (an override): its study budget starts from its own settings."""
+    table = pd.DataFrame([("gru", "s3", 6000, 900, None, 0.97, 1.0)], columns=COLUMNS)
+    own = {"arch": "gru", "task": "s3", "max_steps": 1000, "eval_every": 100}
+    reached = with_study_budgets(
+        table, pd.DataFrame([own | {"default_val_accuracy": 0.97, "target_accuracy": 0.95}])
+    )
+    missed = with_study_budgets(
+        table, pd.DataFrame([own | {"default_val_accuracy": 0.97, "target_accuracy": 0.99}])
+    )
+    assert list(reached["study_max_steps"]) == [1000]  # at its own criterion: its own budget
+    assert list(missed["study_max_steps"]) == [1400]  # 1.5 x 900 steps to 0.95, to the next check
 
 
 def test_the_committed_tables_budgets_follow_the_rule_and_config_takes_them():
@@ -115,11 +143,16 @@ def test_the_committed_tables_budgets_follow_the_rule_and_config_takes_them():
         if path.stem.endswith("_curves"):
             continue
         table = pd.read_csv(path)
+        measured = measured_under(path.stem)
+        own = [
+            {
+                key: train_settings(measured, arch, task)[key]
+                for key in ("max_steps", "eval_every", "target_accuracy")
+            }
+            for arch, task in zip(table["arch"], table["task"])
+        ]
         rule = with_study_budgets(
-            table[COLUMNS],
-            table[["arch", "task", "default_val_accuracy"]],
-            default_steps=training["max_steps"],
-            eval_every=training["eval_every"],
+            table[COLUMNS], table[["arch", "task", "default_val_accuracy"]].join(pd.DataFrame(own))
         )
         assert list(rule["study_max_steps"]) == list(table["study_max_steps"]), path.name
         if path.stem in BUDGET_TABLES:

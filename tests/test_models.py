@@ -248,7 +248,9 @@ def test_a_checkpoint_saved_before_the_start_token_existed_loads_without_one(tmp
 
 def test_a_pretrained_backbone_takes_no_start_token():
     with pytest.raises(ValueError, match="start_token applies to the small models only"):
-        ModelSpec("transformer", 4, 3, d_model=16, n_layers=2, pretrained="resources/models/x", start_token=True)
+        ModelSpec(
+            "transformer", 4, 3, d_model=16, n_layers=2, pretrained="resources/models/x", start_token=True
+        )
 
 
 def test_a_start_token_among_the_options_goes_to_the_spec_not_to_the_backbone():

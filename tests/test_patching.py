@@ -12,7 +12,7 @@ from statelayers.models.tagger import build_model
 from statelayers.tasks import formal
 
 TINY = {"gru": {}, "transformer": {"heads": 2}, "mamba": {"state_size": 4}}
-DYCK = {"k": 3, "max_depth": 4}
+DYCK = {"k": 3, "max_depth": 4, "open_prob": 0.5}
 
 
 def tiny(arch: str, task: str, params=None, n_layers: int = 2, start_token: bool = False) -> torch.nn.Module:
@@ -113,7 +113,7 @@ def test_pairs_are_refused_where_undefined():
         corrupted_pairs("parity", data["tokens"], data["labels"], None, 2, 5, np.random.default_rng(0))
     with pytest.raises(ValueError, match="parity: the labels disagree"):
         corrupted_pairs("parity", data["tokens"], 1 - data["labels"], None, 2, 1, np.random.default_rng(0))
-    one_type = formal.generate("dyck", 5, 6, np.random.default_rng(0), {"k": 1})
+    one_type = formal.generate("dyck", 5, 6, np.random.default_rng(0), {"k": 1, "max_depth": 4, "open_prob": 0.5})
     with pytest.raises(ValueError, match="dyck"):
         corrupted_pairs(
             "dyck", one_type["tokens"], one_type["labels"], {"k": 1}, 2, 0, np.random.default_rng(0)

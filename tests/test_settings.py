@@ -9,7 +9,7 @@ import yaml
 
 from study_config import BAD_CONFIGS, with_bad_value
 
-from statelayers import settings
+from statelayers import settings, sweep
 from statelayers.models.registry import ARCHS
 from statelayers.tasks.formal import TASKS
 
@@ -188,23 +188,29 @@ def test_the_default_config_builds_and_trains_each_pair_at_the_sweeps_selected_p
     assert settings.train_settings(CONFIG, "lstm", "dyck") == shared
 
 
+def point_training(config, arch, task, **point):
+    """A sweep point's training settings from the pair's own, as the workflow resolves them."""
+    return sweep.point_training(config, arch, task, settings.train_settings(config, arch, task), **point)
+
+
 def test_the_sweep_trains_every_point_on_as_many_sequences():
-    small = settings.sweep_point_training(CONFIG, "lstm", "s3", lr=0.01, batch_size=32)
-    large = settings.sweep_point_training(CONFIG, "lstm", "s3", lr=0.01, batch_size=64)
+    small = point_training(CONFIG, "lstm", "s3", lr=0.01, batch_size=32)
+    large = point_training(CONFIG, "lstm", "s3", lr=0.01, batch_size=64)
     assert (small["max_steps"], small["eval_every"]) == (600, 50)
     assert (large["max_steps"], large["eval_every"]) == (300, 25)
     assert small["max_steps"] * 32 == large["max_steps"] * 64 and large["lr"] == 0.01
 
 
 def test_the_sweep_grid_crosses_each_familys_blocks_with_the_start_token_lr_and_batch():
-    points = settings.sweep_points(changed(sweep__pairs=None))
-    sweep = CONFIG["sweep"]
-    per_block = len(sweep["start_token"]) * len(sweep["lr"]) * len(sweep["batch_size"]) * len(sweep["seeds"])
+    points = sweep.sweep_points(changed(sweep__pairs=None))
+    grid = CONFIG["sweep"]
+    per_block = len(grid["start_token"]) * len(grid["lr"]) * len(grid["batch_size"]) * len(grid["seeds"])
     assert len(points) == 3 * per_block * (2 + 4)  # the Transformer's two blocks, one for the others
     assert {p["block"] for p in points if p["arch"] == "transformer"} == {"parallel", "sequential"}
     assert {p["block"] for p in points if p["arch"] == "gru"} == {"default"}
-    assert len(settings.sweep_points(changed(sweep__pairs={}))) == 0
-    spec = settings.sweep_spec(CONFIG, "transformer", "parity", "sequential", True)
+    assert len(sweep.sweep_points(changed(sweep__pairs={}))) == 0
+    options = sweep.point_options(CONFIG, "transformer", "sequential", True)
+    spec = settings.model_spec(CONFIG, "transformer", "parity", options)
     assert spec["options"] == {
         "heads": 4,
         "rotary_pct": 1.0,
@@ -221,7 +227,7 @@ def test_sweep_pairs_sweep_only_the_pairs_named_each_on_its_own_grid():
             "lstm/s3": {},
         }
     )
-    points = settings.sweep_points(config)
+    points = sweep.sweep_points(config)
     assert {(p["arch"], p["task"]) for p in points} == {
         ("transformer", "parity"),
         ("transformer", "s3"),
@@ -234,11 +240,11 @@ def test_sweep_pairs_sweep_only_the_pairs_named_each_on_its_own_grid():
     assert {p["lr"] for p in points if p["arch"] == "lstm"} == set(CONFIG["sweep"]["lr"])
     # a pair whose grid has batch 64 only counts the budget at 64: no smaller batch to scale from
     alone = changed(sweep__pairs={"gru/s3": {"batch_size": [64]}})
-    assert settings.sweep_point_training(alone, "gru", "s3", lr=0.001, batch_size=64)["max_steps"] == (
+    assert point_training(alone, "gru", "s3", lr=0.001, batch_size=64)["max_steps"] == (
         CONFIG["sweep"]["max_steps"]
     )
     with pytest.raises(ValueError, match="gru/parity"):
-        settings.sweep_point_training(alone, "gru", "parity", lr=0.001, batch_size=64)
+        point_training(alone, "gru", "parity", lr=0.001, batch_size=64)
 
 
 def test_learnability_trains_a_pair_with_its_own_settings_to_the_learnability_cap():
@@ -362,10 +368,16 @@ def mirrored(overlay: dict, base: dict, path: str = "") -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "overlay", ["paper.yaml", "default_budget.yaml", "conv1d.yaml", "learnability_s3.yaml"]
+    "overlay", ["paper.yaml", "default_budget.yaml", "conv1d.yaml", "learnability_s3.yaml", "test.yaml"]
 )
 def test_an_overlay_states_only_what_it_changes(overlay):
     assert mirrored(yaml.safe_load((REPO / "config" / overlay).read_text()), CONFIG) == []
+
+
+def test_fine_tuning_states_only_what_it_changes_of_the_shared_training_settings():
+    fine_tuning = CONFIG["pretrained"]["training"]
+    assert mirrored(fine_tuning, settings.shared_training(CONFIG)) == []
+    assert settings.pretrained_training(CONFIG) == settings.shared_training(CONFIG) | fine_tuning
 
 
 def test_no_config_sets_retries_the_profiles_do():

@@ -9,8 +9,10 @@ STAGES = {
     "statelayers": 0,
     "statelayers.files": 0,
     "statelayers.runtime": 0,
+    "statelayers.console": 0,
     "statelayers.tasks": 1,
     "statelayers.models": 2,
+    "statelayers.pairs": 2,
     "statelayers.training": 3,
     "statelayers.sweep": 3,
     "statelayers.learnability": 3,
@@ -19,7 +21,8 @@ STAGES = {
     "statelayers.settings": 6,
 }
 """Module or package -> its stage: data, models, training, measurements, report, and the
-settings the Snakefile hands to jobs (``io`` and ``runtime`` serve every stage)."""
+settings the Snakefile hands to jobs (``io``, ``runtime`` and ``console`` serve every
+stage; ``pairs`` resolves the per-pair keys for the settings and the sweep)."""
 
 
 def module_name(path: Path) -> str:

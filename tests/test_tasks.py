@@ -63,7 +63,7 @@ def dyck_reference(tokens, k):
 
 @pytest.mark.parametrize("k,max_depth", [(1, 3), (2, 10), (3, 5)])
 def test_dyck_labels_and_depth_match_a_stack_machine(k, max_depth):
-    data = generate("dyck", 60, 57, np.random.default_rng(3), {"k": k, "max_depth": max_depth})
+    data = generate("dyck", 60, 57, np.random.default_rng(3), {"k": k, "max_depth": max_depth, "open_prob": 0.5})
     for tokens, labels, depth in zip(data["tokens"], data["labels"], data["depth"]):
         ref_labels, ref_depth = dyck_reference(tokens, k)
         assert list(labels) == ref_labels

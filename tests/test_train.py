@@ -14,20 +14,19 @@ from study_config import CONFIG, cpu_run, train_config, training_settings
 
 from statelayers import files, training
 from statelayers.models.tagger import build_model, matched_spec
+from statelayers.settings import pretrained_training
 from statelayers.stopping import reached_target
 from statelayers.tasks.codedepth import file_split
 from statelayers.tasks.data import TrainingStream, make_split, split_rng, training_rng
+from statelayers.report.training_tables import TRAINING_COLUMNS, learning_curves, training_table
 from statelayers.training import (
-    TRAINING_COLUMNS,
     RunInputs,
     TrainConfig,
     accumulate_gradients,
-    learning_curves,
     make_optimizer,
     parameter_groups,
     train_checkpoint,
     training_step,
-    training_table,
     untrained_checkpoint,
 )
 
@@ -68,7 +67,7 @@ def run(validation, out, spec=SPEC, seed=0, **settings):
 def test_every_training_setting_comes_from_the_config_and_none_from_a_default_of_train_config():
     names = {field.name for field in fields(TrainConfig)}
     assert all(field.default is MISSING and field.default_factory is MISSING for field in fields(TrainConfig))
-    assert names <= set(CONFIG["training"]) and names == set(CONFIG["pretrained"]["training"])
+    assert names <= set(CONFIG["training"]) and names == set(pretrained_training(CONFIG))
 
 
 def test_a_jobs_run_is_its_run_param_with_its_input_files():
@@ -124,7 +123,8 @@ def test_stopping_early_truncates_the_full_run_and_keeps_its_schedule(tmp_path, 
 
 def test_every_step_draws_fresh_sequences_from_one_seeded_stream_per_run():
     def stream(run_seed):
-        return TrainingStream("dyck", 12, training_rng(5, "dyck", 12, run_seed), {"k": 2, "max_depth": 4})
+        dyck = {"k": 2, "max_depth": 4, "open_prob": 0.5}
+        return TrainingStream("dyck", 12, training_rng(5, "dyck", 12, run_seed), dyck)
 
     first = stream(0)
     a, b = first.draw(8), first.draw(8)

@@ -5,6 +5,7 @@ checkpoints, and the configs and corpora that stop before or at the first job.""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -98,6 +99,22 @@ def test_learnability_trains_again_only_the_pairs_that_missed_the_criterion_to_t
     default = (root / "results" / "models" / "lstm" / "parity" / "seed0" / "model.json").read_text()
     assert '"steps": 6' in default  # the study's run is left as it was
     assert (root / "benchmarks" / "learnability.png").stat().st_size > 10_000
+
+
+def test_the_console_shows_progress_and_a_line_per_training_run_and_no_progress_bar(tmp_path):
+    """Validation on more sequences than one forward batch draws a progress bar: it goes to
+    the job's log, and the console keeps Snakemake's progress and the run's one line."""
+    root = copy_workflow(tmp_path)
+    config = small_study(root, "bars.yaml", architectures=["gru"], data={"validation": 40})
+    target = "results/models/gru/dyck/seed0/model.pt"
+    result = snakemake(root, target, "--configfile", "config/test.yaml", str(config))
+    console = result.stdout + result.stderr
+    assert not [line for line in console.splitlines() if re.search(r"\d+%\||it/s\]|s/it\]", line)]
+    assert " INFO " not in console  # a job's log lines stay in its log
+    trained = r"^trained gru on dyck, seed 0: \d+ of 6 steps, validation token accuracy"
+    assert re.search(trained, console, re.M) and "steps (100%) done" in console
+    log = root / "results" / "logs" / "train" / "gru" / "dyck" / "seed0.log"
+    assert "forward: 100%|" in log.read_text()
 
 
 def test_lint_is_clean():

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from statelayers.models.registry import ARCHS, FAMILIES, SSM, base_arch
+from statelayers.pairs import pair_keys, resolve
 from statelayers.tasks.formal import TASKS
 
 RUNTIME_KEYS = ("device", "threads", "mamba_scan", "mamba_backend", "protect_checkpoints")
@@ -132,46 +133,39 @@ def _check_pair_keys(where: str, mapping: Mapping, names: tuple[str, ...]) -> No
             )
 
 
-def pair_keys(arch: str, task: str) -> tuple[str, ...]:
-    """The keys that may set something for ``arch`` on ``task``, least specific first: its
-    family, itself, its family on the task, itself on the task. A setting for one (architecture,
-    task) pair beats one for the architecture, and an architecture's own beats its family's
-    (a Conv1D-ablated variant is trained and built like its family unless told otherwise)."""
-    family = base_arch(arch)
-    keys = (family, arch, f"{family}/{task}", f"{arch}/{task}")
-    return tuple(dict.fromkeys(keys))  # a family is its own base: no key twice
-
-
-def resolve(per_key: Mapping, arch: str, task: str) -> dict:
-    """What ``per_key`` (architecture or ``arch/task`` keys) sets for one pair, the more
-    specific key winning key by key (:func:`pair_keys`)."""
-    resolved: dict = {}
-    for key in pair_keys(arch, task):
-        resolved |= per_key.get(key, {})
-    return resolved
-
-
 def pair_budget(config: Mapping, arch: str, task: str) -> int | None:
     """The fewest steps ``arch`` trains for on ``task``: ``training.pair_budgets`` under
-    its most specific key (:func:`pair_keys`); ``None`` where no key names the pair or
-    ``pair_budgets`` is null (an overlay switches the budgets off so)."""
+    its most specific key (:func:`statelayers.pairs.pair_keys`); ``None`` where no key
+    names the pair or ``pair_budgets`` is null (an overlay switches the budgets off so)."""
     budgets = config["training"]["pair_budgets"] or {}
     named = [budgets[key] for key in pair_keys(arch, task) if key in budgets]
     return named[-1] if named else None
 
 
+def shared_training(config: Mapping) -> dict:
+    """``training``'s settings shared by every run: all but where jobs run and the per-pair keys."""
+    training = config["training"]
+    return {key: value for key, value in training.items() if key not in RUNTIME_KEYS + PER_PAIR_KEYS}
+
+
 def train_settings(config: Mapping, arch: str, task: str) -> dict:
     """The training settings of one small architecture on one task: the shared ones, then
-    ``training.overrides`` for it (:func:`resolve`), its ``max_steps`` raised to its
+    ``training.overrides`` for it (:func:`statelayers.pairs.resolve`), its ``max_steps`` raised to its
     :func:`pair_budget`. A budget is a floor, the steps the pair needs to learn its task,
     so a study with more steps for every pair (config/paper.yaml) needs no reset of it."""
     training = config["training"]
-    shared = {key: value for key, value in training.items() if key not in RUNTIME_KEYS + PER_PAIR_KEYS}
-    settings = shared | resolve(training["overrides"], arch, task)
+    settings = shared_training(config) | resolve(training["overrides"], arch, task)
     budget = pair_budget(config, arch, task)
     if budget is not None and budget > settings["max_steps"]:
         settings["max_steps"] = budget
     return settings
+
+
+def pretrained_training(config: Mapping) -> dict:
+    """The fine-tuning settings of every pretrained model: ``pretrained.training`` laid over
+    the shared training settings (:func:`shared_training`), so it states only what
+    fine-tuning changes."""
+    return shared_training(config) | config["pretrained"]["training"]
 
 
 def model_spec(config: Mapping, arch: str, task: str, options: Mapping | None = None) -> dict:
@@ -189,95 +183,6 @@ def model_spec(config: Mapping, arch: str, task: str, options: Mapping | None = 
         "n_layers": model["n_layers"],
         "options": resolve(model["options"], arch, task) | dict(options or {}),
         "target_params": model["target_params"],
-    }
-
-
-DEFAULT_BLOCK = "default"
-"""The sweep's name for a family's own options, where ``sweep.blocks`` lists none for it."""
-
-
-def sweep_blocks(config: Mapping, arch: str) -> dict[str, dict]:
-    """The sweep's named model-option sets of ``arch``'s family (merged onto the study's
-    options), or the study's options alone."""
-    return config["sweep"]["blocks"].get(base_arch(arch), {DEFAULT_BLOCK: {}})
-
-
-SWEEP_GRID = ("lr", "batch_size", "start_token", "max_steps")
-"""The sweep's grid settings that ``sweep.pairs`` may change for a pair."""
-
-
-def sweep_grid(config: Mapping, arch: str, task: str) -> dict | None:
-    """One pair's sweep grid: ``sweep``'s learning rates, batch sizes, start tokens and step
-    budget, changed by ``sweep.pairs`` for it (the more specific key winning, as in
-    :func:`resolve`); ``None`` where ``sweep.pairs`` lists pairs and none of its keys
-    names this one (the pair is not swept)."""
-    sweep = config["sweep"]
-    grid = {key: sweep[key] for key in SWEEP_GRID}
-    pairs = sweep.get("pairs")
-    if pairs is None:
-        return grid
-    if not any(key in pairs for key in pair_keys(arch, task)):
-        return None
-    return grid | resolve(pairs, arch, task)
-
-
-def sweep_points(config: Mapping) -> list[dict]:
-    """Every run of the sweep: each swept (architecture, task) pair of the study at each
-    point of its grid (its family's blocks, with and without a start token, learning rate,
-    batch size) and sweep seed."""
-    points = []
-    for arch in config["architectures"]:
-        for task in config["tasks"]:
-            grid = sweep_grid(config, arch, task)
-            if grid is None:
-                continue
-            points += [
-                {
-                    "arch": arch,
-                    "task": task,
-                    "block": block,
-                    "start_token": start_token,
-                    "lr": lr,
-                    "batch_size": batch_size,
-                    "seed": seed,
-                }
-                for block in sweep_blocks(config, arch)
-                for start_token in grid["start_token"]
-                for lr in grid["lr"]
-                for batch_size in grid["batch_size"]
-                for seed in config["sweep"]["seeds"]
-            ]
-    return points
-
-
-def sweep_spec(config: Mapping, arch: str, task: str, block: str, start_token: bool) -> dict:
-    """The model of a sweep run: the study's (:func:`model_spec`) with the block's options
-    and the grid point's start token."""
-    options = sweep_blocks(config, arch)[block] | {"start_token": start_token}
-    return model_spec(config, arch, task, options)
-
-
-def sweep_point_training(config: Mapping, arch: str, task: str, lr: float, batch_size: int) -> dict:
-    """A sweep run's training settings: the pair's own with the grid point's learning rate
-    and batch size, on as many sequences as every other point of the pair's grid
-    (:func:`sweep_grid`). Its ``max_steps`` counts steps at the grid's smallest batch
-    size; a batch ``k`` times larger trains ``1/k`` of the steps and checks validation
-    every ``1/k`` of the steps, so every point is judged after the same sequences, and a
-    faster point is one that needs fewer sequences."""
-    grid = sweep_grid(config, arch, task)
-    if grid is None:
-        raise ValueError(f"config: sweep.pairs does not list {arch}/{task}")
-    training = train_settings(config, arch, task)
-    smallest = min(grid["batch_size"])
-
-    def at_equal_sequences(steps: int) -> int:
-        return max(1, steps * smallest // batch_size)
-
-    return training | {
-        "lr": lr,
-        "batch_size": batch_size,
-        "max_steps": at_equal_sequences(grid["max_steps"]),
-        "eval_every": at_equal_sequences(training["eval_every"]),
     }
 
 
@@ -331,7 +236,7 @@ def run_scale(config: Mapping, pretrained: list[str], patching_tasks: list[str])
     if pair_options:
         scale += f"; per-pair model options {pair_options}"
     if pretrained:
-        tuning, tuning_seeds = config["pretrained"]["training"], config["pretrained"]["seeds"]
+        tuning, tuning_seeds = pretrained_training(config), config["pretrained"]["seeds"]
         scale += (
             f"; pretrained {', '.join(pretrained)} fine-tuned at most {tuning['max_steps']} steps x "
             f"{tuning['batch_size'] * tuning['grad_accumulation']} sequences, "
@@ -340,6 +245,17 @@ def run_scale(config: Mapping, pretrained: list[str], patching_tasks: list[str])
     if patching_tasks:
         scale += f"; patching on {config['patching']['pairs']} pairs per run"
     return scale
+
+
+def __getattr__(name: str):
+    """``sweep_blocks`` lives in :mod:`statelayers.sweep` with the rest of the sweep's grid;
+    this lazy name keeps ``from statelayers.settings import sweep_blocks`` (tools/readme_results.py)
+    working without an import cycle."""
+    if name == "sweep_blocks":
+        from statelayers.sweep import sweep_blocks
+
+        return sweep_blocks
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _count(n: int, noun: str) -> str:

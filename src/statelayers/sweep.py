@@ -4,8 +4,8 @@ A grid point is a model block (a named option set of the family, ``sweep.blocks`
 with or without a start token, a learning rate and a batch size. Each point of each
 (architecture, task) is trained per sweep seed with the pair's training settings
 otherwise (criterion included) on as many training sequences as every other point
-(:func:`statelayers.settings.sweep_point_training`), and summarised by its validation checks
-(:func:`statelayers.training.sweep_point`): nothing downstream of training (probes,
+(:func:`point_training`), and summarised by its validation checks
+(:func:`point_row`): nothing downstream of training (probes,
 erasures, claims) is read. Per (architecture, task) the ``selected`` point is, in order:
 
 1. the one where most seeds reached the criterion;
@@ -38,10 +38,121 @@ criterion also sets the pair's ``training.pair_budgets`` and ``decay_fraction``
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from statelayers.models.registry import base_arch
+from statelayers.pairs import pair_keys, resolve
+
+if TYPE_CHECKING:  # the Snakefile reads this module at parse time: no torch here
+    from statelayers.training import Outcome
+
+DEFAULT_BLOCK = "default"
+"""The sweep's name for a family's own options, where ``sweep.blocks`` lists none for it."""
+
+
+def sweep_blocks(config: Mapping, arch: str) -> dict[str, dict]:
+    """The sweep's named model-option sets of ``arch``'s family (merged onto the study's
+    options), or the study's options alone."""
+    return config["sweep"]["blocks"].get(base_arch(arch), {DEFAULT_BLOCK: {}})
+
+
+SWEEP_GRID = ("lr", "batch_size", "start_token", "max_steps")
+"""The sweep's grid settings that ``sweep.pairs`` may change for a pair."""
+
+
+def sweep_grid(config: Mapping, arch: str, task: str) -> dict | None:
+    """One pair's sweep grid: ``sweep``'s learning rates, batch sizes, start tokens and step
+    budget, changed by ``sweep.pairs`` for it (the more specific key winning, as in
+    :func:`statelayers.pairs.resolve`); ``None`` where ``sweep.pairs`` lists pairs and none of its keys
+    names this one (the pair is not swept)."""
+    sweep = config["sweep"]
+    grid = {key: sweep[key] for key in SWEEP_GRID}
+    pairs = sweep.get("pairs")
+    if pairs is None:
+        return grid
+    if not any(key in pairs for key in pair_keys(arch, task)):
+        return None
+    return grid | resolve(pairs, arch, task)
+
+
+def sweep_points(config: Mapping) -> list[dict]:
+    """Every run of the sweep: each swept (architecture, task) pair of the study at each
+    point of its grid (its family's blocks, with and without a start token, learning rate,
+    batch size) and sweep seed."""
+    points = []
+    for arch in config["architectures"]:
+        for task in config["tasks"]:
+            grid = sweep_grid(config, arch, task)
+            if grid is None:
+                continue
+            points += [
+                {
+                    "arch": arch,
+                    "task": task,
+                    "block": block,
+                    "start_token": start_token,
+                    "lr": lr,
+                    "batch_size": batch_size,
+                    "seed": seed,
+                }
+                for block in sweep_blocks(config, arch)
+                for start_token in grid["start_token"]
+                for lr in grid["lr"]
+                for batch_size in grid["batch_size"]
+                for seed in config["sweep"]["seeds"]
+            ]
+    return points
+
+
+def point_options(config: Mapping, arch: str, block: str, start_token: bool) -> dict:
+    """The model options a sweep run adds to the study's (``options`` of
+    :func:`statelayers.settings.model_spec`): its block's, and its start token."""
+    return sweep_blocks(config, arch)[block] | {"start_token": start_token}
+
+
+def point_training(
+    config: Mapping, arch: str, task: str, training: Mapping, lr: float, batch_size: int
+) -> dict:
+    """A sweep run's training settings: the pair's own (``training``, as
+    :func:`statelayers.settings.train_settings` resolves them) with the grid point's
+    learning rate and batch size, on as many sequences as every other point of the pair's
+    grid (:func:`sweep_grid`). Its ``max_steps`` counts steps at the grid's smallest batch
+    size; a batch ``k`` times larger trains ``1/k`` of the steps and checks validation
+    every ``1/k`` of the steps, so every point is judged after the same sequences, and a
+    faster point is one that needs fewer sequences."""
+    grid = sweep_grid(config, arch, task)
+    if grid is None:
+        raise ValueError(f"config: sweep.pairs does not list {arch}/{task}")
+    smallest = min(grid["batch_size"])
+
+    def at_equal_sequences(steps: int) -> int:
+        return max(1, steps * smallest // batch_size)
+
+    return dict(training) | {
+        "lr": lr,
+        "batch_size": batch_size,
+        "max_steps": at_equal_sequences(grid["max_steps"]),
+        "eval_every": at_equal_sequences(training["eval_every"]),
+    }
+
+
+def point_row(training: Mapping, outcome: Outcome) -> dict:
+    """One sweep run's row: its grid point's training settings and what its run did
+    (:func:`statelayers.training.train_without_checkpoint`), judged by the last
+    validation check only."""
+    return {
+        "lr": training["lr"],
+        "batch_size": training["batch_size"],
+        "max_steps": training["max_steps"],
+        "target_accuracy": training["target_accuracy"],
+        "steps": outcome.steps,
+        "reached": outcome.reached,
+        "validation_token_accuracy": outcome.history[-1]["validation_token_accuracy"],
+        "train_seconds": outcome.history[-1]["seconds"],
+    }
+
 
 SETTING = ["block", "start_token", "lr", "batch_size"]
 """What the sweep chooses for a pair: the grid point's coordinates."""
@@ -52,8 +163,8 @@ fraction of it over which the learning rate decays (:mod:`statelayers.training`)
 
 
 def sweep_table(runs: pd.DataFrame) -> pd.DataFrame:
-    """One row per grid point from the per-run rows (keys, seed, and
-    :func:`statelayers.training.sweep_point`'s columns), with the ``selected`` point marked."""
+    """One row per grid point from the per-run rows (keys, seed, and :func:`point_row`'s
+    columns), with the ``selected`` point marked."""
     table = (
         runs.assign(sequences=runs["steps"] * runs["batch_size"])
         .groupby(POINT, as_index=False)

@@ -525,69 +525,8 @@ def train_checkpoint(
     return run.model
 
 
-def sweep_point(inputs: RunInputs) -> dict:
-    """One short run of the hyper-parameter sweep: trained like :func:`train_checkpoint`
-    (no checkpoint, no resume), summarised by its validation checks only."""
-    training = inputs.training
+def train_without_checkpoint(inputs: RunInputs) -> Outcome:
+    """Train one run like :func:`train_checkpoint`, but keep nothing (no checkpoint, no
+    resume file): the sweep's short runs, read only through their :class:`Outcome`."""
     run = prepare_run(inputs)
-    outcome = train(run.model, run.stream, run.validation, inputs.config, seed=inputs.seed, device=run.device)
-    return {
-        "lr": training["lr"],
-        "batch_size": training["batch_size"],
-        "max_steps": training["max_steps"],
-        "target_accuracy": training["target_accuracy"],
-        "steps": outcome.steps,
-        "reached": outcome.reached,
-        "validation_token_accuracy": outcome.history[-1]["validation_token_accuracy"],
-        "train_seconds": outcome.history[-1]["seconds"],
-    }
-
-
-TRAINING_COLUMNS = (
-    "arch",
-    "task",
-    "seed",
-    "steps",
-    "reached",
-    "validation_token_accuracy",
-    "train_seconds",
-    "max_steps",
-    "target_accuracy",
-    "train_length",
-)
-
-
-def training_table(metas: list[dict]) -> pd.DataFrame:
-    """``tables/training.csv``: one row per run from its ``model.json``, columns :data:`TRAINING_COLUMNS`."""
-    rows = [
-        {
-            "arch": meta["spec"]["arch"],
-            "task": meta["task"],
-            "seed": meta["seed"],
-            "steps": meta["steps"],
-            "reached": meta["reached"],
-            "validation_token_accuracy": meta["validation_token_accuracy"],
-            "train_seconds": meta["train_seconds"],
-            "max_steps": meta["training"]["max_steps"],
-            "target_accuracy": meta["training"]["target_accuracy"],
-            "train_length": meta["train_length"],
-        }
-        for meta in metas
-    ]
-    return pd.DataFrame(rows, columns=list(TRAINING_COLUMNS))
-
-
-def learning_curves(metas: list[dict], histories: list[pd.DataFrame]) -> pd.DataFrame:
-    """``tables/learning_curves.csv``: arch, task, seed, step, validation token and
-    sequence accuracy at every validation check of every run (``histories`` are the
-    runs' ``train_log.csv`` in the order of ``metas``)."""
-    frames = []
-    for meta, history in zip(metas, histories, strict=True):
-        checks = history.dropna(subset=["validation_token_accuracy"])
-        frames.append(
-            checks[["step", "validation_token_accuracy", "validation_sequence_accuracy"]].assign(
-                arch=meta["spec"]["arch"], task=meta["task"], seed=meta["seed"]
-            )
-        )
-    columns = ["arch", "task", "seed", "step", "validation_token_accuracy", "validation_sequence_accuracy"]
-    return pd.concat(frames, ignore_index=True)[columns]
+    return train(run.model, run.stream, run.validation, inputs.config, seed=inputs.seed, device=run.device)

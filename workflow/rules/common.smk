@@ -6,7 +6,7 @@ import pandas as pd
 
 from snakemake.utils import validate
 
-from statelayers import settings
+from statelayers import settings, sweep
 from statelayers.models.registry import NO_CONV, SSM, TRAINING_TIME_ORDER, base_arch
 
 ##### Constants: the validated config and the study's dimensions #####
@@ -164,7 +164,7 @@ def task_params(task):
     return config["task_params"].get(task, {})
 
 
-def model_spec(wildcards):
+def model_spec_of_job(wildcards):
     """Everything that builds one architecture's model for one task: its family's options
     and its family's on that task only (statelayers.settings.model_spec)."""
     if is_pretrained(wildcards):
@@ -176,10 +176,10 @@ def model_spec(wildcards):
     return settings.model_spec(config, wildcards.arch, wildcards.task)
 
 
-def train_settings(wildcards):
+def train_settings_of_job(wildcards):
     """A run's training settings (statelayers.settings); a pretrained model's fine-tuning ones."""
     if is_pretrained(wildcards):
-        return PRETRAINED_CONFIG["training"]
+        return settings.pretrained_training(config)
     return settings.train_settings(config, wildcards.arch, wildcards.task)
 
 
@@ -188,27 +188,31 @@ def sweep_grid_point(wildcards):
     return {"block": wildcards.block, "start_token": wildcards.start == "1"}
 
 
-def sweep_spec(wildcards):
-    """A sweep run's model: the study's, with its block's options and start token."""
+def sweep_spec_of_job(wildcards):
+    """A sweep run's model: the study's, with its block's options and start token
+    (statelayers.sweep.point_options)."""
     point = sweep_grid_point(wildcards)
-    return settings.sweep_spec(
-        config, wildcards.arch, wildcards.task, point["block"], point["start_token"]
+    options = sweep.point_options(
+        config, wildcards.arch, point["block"], point["start_token"]
     )
+    return settings.model_spec(config, wildcards.arch, wildcards.task, options)
 
 
-def sweep_training(wildcards):
-    """A sweep run's training settings: the pair's own, with the grid point's learning rate
-    and batch size, on the sweep's number of sequences (statelayers.settings)."""
-    return settings.sweep_point_training(
+def sweep_training_of_job(wildcards):
+    """A sweep run's training settings: the pair's own, with the grid point's learning
+    rate and batch size, on the sweep's number of sequences (statelayers.sweep)."""
+    arch, task = wildcards.arch, wildcards.task
+    return sweep.point_training(
         config,
-        wildcards.arch,
-        wildcards.task,
+        arch,
+        task,
+        settings.train_settings(config, arch, task),
         float(wildcards.lr),
         int(wildcards.batch_size),
     )
 
 
-def learnability_settings(wildcards):
+def learnability_settings_of_job(wildcards):
     """A pair's own training settings to the learnability cap (statelayers.settings)."""
     return settings.learnability_settings(config, wildcards.arch, wildcards.task)
 
@@ -245,7 +249,7 @@ def run_params(spec, training, seed=None):
     return run
 
 
-def erasure_settings(wildcards):
+def erasure_settings_of_job(wildcards):
     return settings.erasure_settings(config, is_pretrained(wildcards))
 
 
@@ -304,10 +308,16 @@ def gpu_jobs():
 
 
 def model_gpu(wildcards):
-    """Fine-tuning a pretrained model asks for PRETRAINED_GPU_TOKENS (pretrained.smk): a
-    backbone of hundreds of millions of parameters fills a GPU that holds several small
-    jobs; the small models ask for one token when on CUDA."""
-    return PRETRAINED_GPU_TOKENS if is_pretrained(wildcards) else gpu_jobs()
+    """GPU tokens of a model job: ``pretrained.gpu_tokens`` for a pretrained model's (its
+    fine-tuning under `train`, and its evaluate, erasures and patching jobs), one for a
+    small model's on CUDA. Fine-tuning Pythia-410M holds about 7 GB of GPU memory (fp32
+    weights, gradients and AdamW state, bf16 activations) and keeps the GPU busy, where a
+    small model's process holds about 0.5 GB, mostly its CUDA context, and waits on kernel
+    launches (estimates; benchmarks/gpu_throughput.py measures the latter). Snakemake
+    lowers a job's request to the --resources total, so with K at most the tokens a
+    pretrained job has the GPU to itself. On a cluster the profiles set `gpu` per rule
+    (one GPU each), so this never reaches sbatch."""
+    return PRETRAINED_CONFIG["gpu_tokens"] if is_pretrained(wildcards) else gpu_jobs()
 
 
 ##### Targets: the files a stage gathers, and the default target #####
@@ -326,7 +336,21 @@ def sweep_runs():
     return [
         f"results/sweep/{point['arch']}/{point['task']}/{point['block']}/start{int(point['start_token'])}"
         f"_lr{point['lr']}_batch{point['batch_size']}/seed{point['seed']}.csv"
-        for point in settings.sweep_points(config)
+        for point in sweep.sweep_points(config)
+    ]
+
+
+def learnability_default_training():
+    """Per pair the learnability measurement covers, in its order: the training settings
+    its default run trains with (the pair's own, overrides and budget applied), which its
+    study budget starts from (statelayers.report.learnability)."""
+    return [
+        {"arch": arch, "task": task}
+        | {
+            key: settings.train_settings(config, arch, task)[key]
+            for key in ("max_steps", "eval_every", "target_accuracy")
+        }
+        for arch, task in settings.learnability_pairs(config)
     ]
 
 

@@ -19,7 +19,7 @@ rule erasures:
     resources:
         gpu=model_gpu,
     params:
-        erasures=erasure_settings,
+        erasures=erasure_settings_of_job,
         probe=config["probes"],
         device=config["training"]["device"],
         mamba=mamba_settings,

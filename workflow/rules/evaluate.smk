@@ -48,7 +48,7 @@ rule untrained:
     resources:
         gpu=gpu_jobs(),
     params:
-        spec=model_spec,
+        spec=model_spec_of_job,
         seed=lambda wc: int(wc.seed),
         test_sequences=config["states"]["test_sequences"],
         device=config["training"]["device"],

@@ -1,10 +1,10 @@
 # `snakemake --cores all learnability`: the budget each pair needs (statelayers.learnability).
-# Seed 0 of every pair in learnability.pairs: its default run where that reached the
-# criterion (the default run is trained first if missing), else a run with the pair's
-# settings to learnability.max_steps. Not part of the default target; writes
+# Seed learnability.seed of every pair in learnability.pairs: its default run where that
+# reached the criterion (the default run is trained first if missing), else a run with the
+# pair's settings to learnability.max_steps. Not part of the default target; writes
 # benchmarks/<learnability.name>* (committed).
 
-LEARNABILITY_SEED = 0
+LEARNABILITY_SEED = config["learnability"]["seed"]
 LEARNABILITY_NAME = config["learnability"]["name"]
 LEARNABILITY_RUN = f"results/learnability/{LEARNABILITY_NAME}/{{arch}}/{{task}}"
 DEFAULT_RUN = f"results/models/{{arch}}/{{task}}/seed{LEARNABILITY_SEED}"
@@ -48,7 +48,9 @@ rule learnability_train:
     resources:
         gpu=model_gpu,
     params:
-        run=run_params(model_spec, learnability_settings, seed=LEARNABILITY_SEED),
+        run=run_params(
+            model_spec_of_job, learnability_settings_of_job, seed=LEARNABILITY_SEED
+        ),
         pair=lambda wc: {"arch": wc.arch, "task": wc.task},
     script:
         "../scripts/learnability_train.py"
@@ -69,8 +71,7 @@ rule learnability_table:
     conda:
         CONDA_ENV
     params:
-        default_steps=config["training"]["max_steps"],
-        eval_every=config["training"]["eval_every"],
+        default_training=learnability_default_training(),
     script:
         "../scripts/learnability_table.py"
 
@@ -88,5 +89,7 @@ rule learnability_figure:
         f"results/benchmarks/figures/{LEARNABILITY_NAME}.tsv"
     conda:
         CONDA_ENV
+    params:
+        criterion=config["training"]["target_accuracy"],
     script:
         "../scripts/learnability_figure.py"

@@ -39,7 +39,7 @@ rule sweep_train:
     resources:
         gpu=model_gpu,
     params:
-        run=run_params(sweep_spec, sweep_training),
+        run=run_params(sweep_spec_of_job, sweep_training_of_job),
         point=sweep_grid_point,
     script:
         "../scripts/sweep_train.py"

@@ -18,6 +18,6 @@ rule train:
     resources:
         gpu=model_gpu,
     params:
-        run=run_params(model_spec, train_settings),
+        run=run_params(model_spec_of_job, train_settings_of_job),
     script:
         "../scripts/train.py"

@@ -2,14 +2,14 @@
 
 from pathlib import Path
 
-from statelayers import files, runtime
+from statelayers import console, files, runtime
 from statelayers.measure.erasures import ErasureConfig, erasure_rows
 from statelayers.measure.probes import ProbeConfig
 from statelayers.models.tagger import load_model
 from statelayers.tasks.data import to_arrays
 
 sm = snakemake  # noqa: F821
-runtime.start(sm.log[0], sm.threads)
+console.start_job(sm.log[0], sm.threads)
 settings = dict(sm.params.erasures)
 sequences = settings.pop("sequences")
 model = load_model(Path(sm.input.weights).parent, sm.params.mamba, sm.params.device)

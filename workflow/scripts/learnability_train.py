@@ -5,13 +5,13 @@ from pathlib import Path
 
 import pandas as pd
 
-from statelayers import files, runtime
+from statelayers import console, files
 from statelayers.learnability import pair_checks
 from statelayers.report.learnability import COLUMNS, CURVE_COLUMNS, summary
 from statelayers.training import RunInputs
 
 sm = snakemake  # noqa: F821
-runtime.start(sm.log[0], sm.threads)
+console.start_job(sm.log[0], sm.threads)
 checks, cap = pair_checks(
     files.read_json(sm.input.default_meta),
     pd.read_csv(sm.input.default_history),
@@ -19,5 +19,6 @@ checks, cap = pair_checks(
     resume_path=Path(sm.output.summary).with_suffix(".resume.pt"),
 )
 pair = sm.params.pair
-files.write_csv(pd.DataFrame([pair | summary(checks, cap)])[COLUMNS], sm.output.summary)
+criterion = sm.params.run["training"]["target_accuracy"]
+files.write_csv(pd.DataFrame([pair | summary(checks, cap, criterion)])[COLUMNS], sm.output.summary)
 files.write_csv(checks.assign(**pair, cap=cap)[CURVE_COLUMNS], sm.output.curve)

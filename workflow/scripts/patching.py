@@ -4,13 +4,13 @@ from pathlib import Path
 
 import numpy as np
 
-from statelayers import files, runtime
+from statelayers import console, files, runtime
 from statelayers.measure.patching import corrupted_pairs, patching_rows
 from statelayers.models.tagger import load_model
 from statelayers.tasks.data import to_arrays
 
 sm = snakemake  # noqa: F821
-runtime.start(sm.log[0], sm.threads)
+console.start_job(sm.log[0], sm.threads)
 settings = sm.params.patching
 data = to_arrays(files.read_parquet(sm.input.test))
 pairs = corrupted_pairs(

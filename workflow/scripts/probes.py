@@ -1,10 +1,10 @@
 """Per-layer probes of one run: fit at the training length, read out at every length."""
 
-from statelayers import files, runtime
+from statelayers import console, files, runtime
 from statelayers.measure.probes import ProbeConfig, probe_layers
 
 sm = snakemake  # noqa: F821
-runtime.start(sm.log[0])  # no torch here; scikit-learn's BLAS threads come from Snakemake's env
+console.start_job(sm.log[0])  # no torch here; scikit-learn's BLAS threads come from Snakemake's env
 rows = probe_layers(
     sm.input.probe,
     runtime.length_inputs(sm.input),

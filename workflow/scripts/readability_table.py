@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from statelayers import files, runtime
+from statelayers import console, files
 from statelayers.report.tables import readability_vs_causality
 
 sm = snakemake  # noqa: F821
-runtime.start(sm.log[0])
+console.start_job(sm.log[0])
 table = readability_vs_causality(pd.read_csv(sm.input.probes), pd.read_csv(sm.input.erasures))
 files.write_csv(table, sm.output[0])

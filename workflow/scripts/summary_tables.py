@@ -2,11 +2,11 @@
 
 import pandas as pd
 
-from statelayers import files, runtime
+from statelayers import console, files
 from statelayers.report.stats import IntervalConfig, summary_tables
 
 sm = snakemake  # noqa: F821
-runtime.start(sm.log[0])
+console.start_job(sm.log[0])
 tables = summary_tables(
     pd.read_csv(sm.input.behaviour), pd.read_csv(sm.input.probes), IntervalConfig(**sm.params.statistics)
 )

@@ -2,9 +2,9 @@
 
 import pandas as pd
 
-from statelayers import runtime
+from statelayers import console
 from statelayers.report import figures
 
 sm = snakemake  # noqa: F821
-runtime.start(sm.log[0])
+console.start_job(sm.log[0])
 figures.sweep(pd.read_csv(sm.input[0]), [sm.output.png, sm.output.pdf])

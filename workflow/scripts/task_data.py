@@ -1,10 +1,10 @@
 """Generate one split of one task's data (schema: statelayers.tasks.data)."""
 
-from statelayers import files, runtime
+from statelayers import console, files
 from statelayers.tasks.data import make_split
 
 sm = snakemake  # noqa: F821
-log = runtime.start(sm.log[0])
+log = console.start_job(sm.log[0])
 length = int(sm.wildcards.length)
 table = make_split(
     sm.wildcards.task,

@@ -3,12 +3,12 @@ training step), saved, then evaluated like a trained run (behaviour and every la
 
 from pathlib import Path
 
-from statelayers import files, runtime
+from statelayers import console, files, runtime
 from statelayers.measure.evaluation import evaluate_run
 from statelayers.training import untrained_checkpoint
 
 sm = snakemake  # noqa: F821
-runtime.start(sm.log[0], sm.threads)
+console.start_job(sm.log[0], sm.threads)
 model = untrained_checkpoint(
     sm.params.spec, sm.params.seed, Path(sm.output.weights).parent, sm.params.mamba, sm.params.device
 )

@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from statelayers.console import progress_file
 from statelayers.models.tagger import SequenceTagger, StateEdit
 
 FORWARD_BATCH = 32
@@ -39,8 +40,13 @@ def predict(
     model.eval()
     device = next(model.parameters()).device
     predicted, states = [], []
+    progress = progress_file()
     for start in tqdm(
-        range(0, len(tokens), batch_size), desc="forward", mininterval=10, disable=len(tokens) <= batch_size
+        range(0, len(tokens), batch_size),
+        desc="forward",
+        mininterval=10,
+        file=progress,
+        disable=progress is None or len(tokens) <= batch_size,
     ):
         x = torch.as_tensor(tokens[start : start + batch_size], device=device)
         keep = min(len(x), max(keep_states - start, 0))

@@ -17,7 +17,7 @@ from matplotlib.ticker import NullFormatter, ScalarFormatter  # noqa: E402
 
 from statelayers import files  # noqa: E402
 from statelayers.models.registry import ARCHS, display_name, layer_label, line_style  # noqa: E402
-from statelayers.report.learnability import THRESHOLDS  # noqa: E402
+from statelayers.report.learnability import thresholds  # noqa: E402
 from statelayers.sweep import variant_names  # noqa: E402
 
 TASK_TITLE = {"parity": "Parity", "s3": "S3", "dyck": "Dyck", "codedepth": "Code-Depth"}
@@ -415,10 +415,13 @@ def learning_curves(curves: pd.DataFrame, training: pd.DataFrame, paths: list[st
     _save(fig, paths)
 
 
-def learnability(curves: pd.DataFrame, table: pd.DataFrame, paths: list[str | Path]) -> None:
+def learnability(
+    curves: pd.DataFrame, table: pd.DataFrame, paths: list[str | Path], criterion: float
+) -> None:
     """Validation token accuracy against step (log scale) of every pair's learnability run,
     a panel per task, a colour per architecture; dashed lines at the thresholds, a filled
-    end marker where the run reached 0.99 and a hollow one where it never did."""
+    end marker where the run reached the stopping ``criterion`` (``training.target_accuracy``)
+    and a hollow one where it never did."""
     tasks = _ordered(curves["task"], TASK_TITLE)
     fig, axes = _task_row(len(tasks))
     ends = table.set_index(["arch", "task"])
@@ -429,7 +432,7 @@ def learnability(curves: pd.DataFrame, table: pd.DataFrame, paths: list[str | Pa
             run = sub[sub["arch"] == arch].sort_values("step")
             ax.plot(run["step"], run["validation_token_accuracy"], "-", color=color, lw=1.3, label=label)
             _end_marker(ax, run, marker, color, pd.notna(ends.loc[(arch, task), "steps_to_99"]))
-        for threshold in THRESHOLDS.values():
+        for threshold in thresholds(criterion).values():
             ax.axhline(threshold, color="0.5", ls="--", lw=1)
         ax.set_xscale("log")
         ax.xaxis.set_major_formatter(ScalarFormatter())
@@ -442,7 +445,7 @@ def learnability(curves: pd.DataFrame, table: pd.DataFrame, paths: list[str | Pa
     axes[0][-1].legend(fontsize=8, loc="lower right")
     fig.suptitle(
         f"Learnability: seed 0 of every pair, to at most {int(table['cap'].max())} steps "
-        "(filled end: reached 0.99; hollow: never did)",
+        f"(filled end: reached {criterion:g}; hollow: never did)",
         fontsize=10,
     )
     fig.tight_layout()

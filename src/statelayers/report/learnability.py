@@ -4,8 +4,9 @@ validation checks of one run per pair (:mod:`statelayers.learnability`).
 Schema of ``benchmarks/learnability.csv``: arch, task, cap (the run's step budget:
 ``training.max_steps`` for a pair whose default run reached the criterion, the
 learnability cap for the others), steps_to_95 and steps_to_99 (the first validation
-check at or above 0.95, the claims check's learned threshold, here on validation
-rather than test accuracy, and at or above 0.99; empty if never), best_val_accuracy
+check at or above the claims check's learned threshold, here on validation rather than
+test accuracy, and at or above the stopping criterion, the pair's
+``training.target_accuracy``; empty if never), best_val_accuracy
 (the best check), wall_s (the run's training seconds), default_val_accuracy (the last
 validation check of the pair's default run at seed 0), study_max_steps (the budget the
 rule of :func:`study_budget` gives the pair in the study). ``benchmarks/learnability_curves.csv``:
@@ -29,9 +30,6 @@ def thresholds(criterion: float) -> dict[str, float]:
     return {"steps_to_95": LEARNED_ACCURACY, "steps_to_99": criterion}
 
 
-CRITERION_ACCURACY = 0.99
-"""The stopping criterion's validation token accuracy (``training.target_accuracy``)."""
-THRESHOLDS = {"steps_to_95": LEARNED_ACCURACY, "steps_to_99": CRITERION_ACCURACY}
 COLUMNS = ["arch", "task", "cap", "steps_to_95", "steps_to_99", "best_val_accuracy", "wall_s"]
 TABLE_COLUMNS = [*COLUMNS, "default_val_accuracy", "study_max_steps"]
 BUDGET_MARGIN = 1.5
@@ -40,12 +38,13 @@ and the study's shorter schedule may need more."""
 CURVE_COLUMNS = ["arch", "task", "cap", "step", "validation_token_accuracy", "validation_sequence_accuracy"]
 
 
-def summary(checks: pd.DataFrame, cap: int) -> dict:
+def summary(checks: pd.DataFrame, cap: int, criterion: float) -> dict:
     """The table's numbers of one run from its validation checks (step,
-    validation_token_accuracy, seconds), in step order."""
+    validation_token_accuracy, seconds), in step order; ``criterion`` is the run's
+    ``target_accuracy``."""
     accuracy = checks["validation_token_accuracy"]
     row: dict = {"cap": cap}
-    for column, threshold in THRESHOLDS.items():
+    for column, threshold in thresholds(criterion).items():
         hits = checks.loc[accuracy >= threshold, "step"]
         row[column] = int(hits.iloc[0]) if len(hits) else None
     row["best_val_accuracy"] = float(accuracy.max())
@@ -53,25 +52,26 @@ def summary(checks: pd.DataFrame, cap: int) -> dict:
     return row
 
 
-def study_budget(row: pd.Series, default_steps: int, eval_every: int) -> int:
+def study_budget(row: pd.Series, default_steps: int, eval_every: int, criterion: float) -> int:
     """The ``max_steps`` a pair gets in the study from its learnability row, counted to the
-    stopping criterion (0.99), so that a pair ends well above the learned threshold (0.95)
-    on seeds and machines the measurement did not see.
+    stopping ``criterion`` (its ``target_accuracy``), so that a pair ends well above the
+    learned threshold on seeds and machines the measurement did not see.
 
     A pair whose default run ended at the criterion (its last validation check,
-    ``default_val_accuracy``, at or above 0.99) keeps the default budget: its schedule
+    ``default_val_accuracy``, at or above it) keeps the default budget: its schedule
     already gets it there. Any other pair gets :data:`BUDGET_MARGIN` times the steps until
     validation first reached the criterion in its long run, rounded up to a validation
     check; where the long run never reached the criterion, the same margin on its steps to
-    0.95; where it never reached 0.95 within the cap, the default, since more steps did
-    not help. The criterion still ends a run that gets there sooner, so a budget costs
-    steps only on seeds that have not reached it.
+    the learned threshold; where it never reached that within the cap, the default, since
+    more steps did not help. The criterion still ends a run that gets there sooner, so a
+    budget costs steps only on seeds that have not reached it.
 
-    .. math:: \\text{max\\_steps} = \\max\\bigl(d,\\ e \\lceil 1.5\\, s / e \\rceil\\bigr),
-        \\quad s = s_{0.99} \\text{ if reached, else } s_{0.95}
+    .. math:: \\text{max\\_steps} = \\max\\bigl(d,\\ e \\lceil m\\, s / e \\rceil\\bigr),
+        \\quad s = s_{\\text{criterion}} \\text{ if reached, else } s_{\\text{learned}}
 
-    with ``d`` the default budget and ``e`` the validation interval."""
-    if row["default_val_accuracy"] >= CRITERION_ACCURACY:
+    with ``d`` the default budget, ``e`` the validation interval and ``m``
+    :data:`BUDGET_MARGIN`."""
+    if row["default_val_accuracy"] >= criterion:
         return default_steps
     steps = row["steps_to_99"] if not pd.isna(row["steps_to_99"]) else row["steps_to_95"]
     if pd.isna(steps):
@@ -79,16 +79,27 @@ def study_budget(row: pd.Series, default_steps: int, eval_every: int) -> int:
     return max(default_steps, eval_every * math.ceil(BUDGET_MARGIN * steps / eval_every))
 
 
-def with_study_budgets(
-    table: pd.DataFrame, default_accuracy: pd.DataFrame, default_steps: int, eval_every: int
-) -> pd.DataFrame:
-    """``table`` with each pair's default run's last validation check
-    (``default_accuracy``: arch, task, default_val_accuracy) and its ``study_max_steps``
-    (:func:`study_budget`)."""
-    table = table.merge(default_accuracy, on=["arch", "task"], how="left", validate="one_to_one")
-    budgets = table.apply(study_budget, axis=1, default_steps=default_steps, eval_every=eval_every)
-    steps = {column: table[column].astype("Int64") for column in THRESHOLDS}  # whole steps, empty if never
-    return table.assign(**steps, study_max_steps=budgets.astype(int))[TABLE_COLUMNS]
+DEFAULTS_COLUMNS = ["arch", "task", "default_val_accuracy", "max_steps", "eval_every", "target_accuracy"]
+"""What :func:`with_study_budgets` needs of each pair's default run: its last validation
+check and the training settings it ran with (the pair's own, overrides and budgets
+applied)."""
+
+
+def with_study_budgets(table: pd.DataFrame, defaults: pd.DataFrame) -> pd.DataFrame:
+    """``table`` with each pair's default run's last validation check and its
+    ``study_max_steps`` (:func:`study_budget` of the pair's own ``defaults``, columns
+    :data:`DEFAULTS_COLUMNS`)."""
+    table = table.merge(defaults[DEFAULTS_COLUMNS], on=["arch", "task"], how="left", validate="one_to_one")
+    budgets = [
+        study_budget(row, int(row["max_steps"]), int(row["eval_every"]), float(row["target_accuracy"]))
+        for _, row in table.iterrows()
+    ]
+    steps = {
+        column: table[column].astype("Int64") for column in ("steps_to_95", "steps_to_99")
+    }  # empty if never
+    return table.assign(**steps, study_max_steps=pd.Series(budgets, index=table.index, dtype=int))[
+        TABLE_COLUMNS
+    ]
 
 
 SLOPE_WINDOW = 2000

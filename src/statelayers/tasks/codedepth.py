@@ -155,9 +155,7 @@ def _stream(source: str, count_indent: bool) -> Iterator[tuple[int, int]]:
         yield _token_id(tok), depth
 
 
-def file_tokens(
-    source: str, max_depth: int = 10, count_indent: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
+def file_tokens(source: str, max_depth: int, count_indent: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Token ids and depth labels (both int64, one per kept token) of one file.
 
     Raises :class:`CodeTokenError` for source that Python's tokenizer rejects, that
@@ -225,7 +223,7 @@ def stdlib_corpus(max_files: int | None = None) -> pd.DataFrame:
 
 def codesearchnet_corpus(
     dataset: str,
-    split: str = "train",
+    split: str,
     name: str | None = None,
     data_files=None,
     max_files: int | None = None,
@@ -282,7 +280,7 @@ class Windows:
         corpus: pd.DataFrame,
         split: str,
         length: int,
-        max_depth: int = 10,
+        max_depth: int,
         count_indent: bool = False,
     ):
         if length < 1:
@@ -330,7 +328,7 @@ def windows(
     n: int,
     length: int,
     rng: np.random.Generator,
-    max_depth: int = 10,
+    max_depth: int,
     count_indent: bool = False,
 ) -> tuple[dict[str, np.ndarray], dict[str, int]]:
     """``n`` windows of ``length`` tokens from the files of ``corpus`` in ``split``, and

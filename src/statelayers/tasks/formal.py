@@ -148,9 +148,9 @@ def dyck(
     n: int,
     length: int,
     rng: np.random.Generator,
-    k: int = 2,
-    max_depth: int = 10,
-    open_prob: float = 0.5,
+    k: int,
+    max_depth: int,
+    open_prob: float,
 ) -> dict[str, np.ndarray]:
     if k < 1 or max_depth < 1:
         raise ValueError("dyck needs k >= 1 and max_depth >= 1")
