@@ -261,10 +261,6 @@ def stored_test_sequences(wildcards):
     )
 
 
-def learnability_rows():
-    """The rows of every committed learnability table (benchmarks/learnability*.csv): what
-    a pair that did not learn needs, for the claims. Params, not input, so the claims rule
-    never asks for a learnability measurement, and still reruns when a table changes."""
 def claims_choices():
     """The analysis choices the verdicts are decided under: ``claims`` without its
     alternatives, with the intervals' confidence."""
@@ -272,6 +268,10 @@ def claims_choices():
     return choices | {"confidence": config["statistics"]["confidence"]}
 
 
+def learnability_rows():
+    """The rows of every committed learnability table (benchmarks/learnability*.csv): what
+    a pair that did not learn needs, for the claims. Params, not input, so the claims rule
+    never asks for a learnability measurement, and still reruns when a table changes."""
     tables = sorted(Path("benchmarks").glob("learnability*.csv"))
     frames = [pd.read_csv(path) for path in tables if not path.stem.endswith("_curves")]
     if not frames:
