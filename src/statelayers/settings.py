@@ -153,9 +153,8 @@ def train_settings(config: Mapping, arch: str, task: str) -> dict:
     ``training.overrides`` for it (:func:`statelayers.pairs.resolve`), its ``max_steps`` raised to its
     :func:`pair_budget`. A budget is a floor, the steps the pair needs to learn its task,
     so a study with more steps for every pair (config/paper.yaml) needs no reset of it."""
-    training = config["training"]
-    settings = shared_training(config) | resolve(training["overrides"], arch, task)
     budget = pair_budget(config, arch, task)
+    settings = shared_training(config) | resolve(config["training"]["overrides"], arch, task)
     if budget is not None and budget > settings["max_steps"]:
         settings["max_steps"] = budget
     return settings

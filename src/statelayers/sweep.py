@@ -83,6 +83,7 @@ def sweep_points(config: Mapping) -> list[dict]:
     batch size) and sweep seed."""
     points = []
     for arch in config["architectures"]:
+        blocks = sweep_blocks(config, arch)
         for task in config["tasks"]:
             grid = sweep_grid(config, arch, task)
             if grid is None:
@@ -97,7 +98,7 @@ def sweep_points(config: Mapping) -> list[dict]:
                     "batch_size": batch_size,
                     "seed": seed,
                 }
-                for block in sweep_blocks(config, arch)
+                for block in blocks
                 for start_token in grid["start_token"]
                 for lr in grid["lr"]
                 for batch_size in grid["batch_size"]
