@@ -12,6 +12,8 @@ from statelayers.models.registry import (
     FAMILIES,
     NO_CONV,
     REGISTRY,
+    SIGNED,
+    VARIANTS,
     base_arch,
     display_name,
     layer_label,
@@ -27,7 +29,7 @@ def test_the_config_schema_allows_exactly_the_registrys_architectures():
 
 
 def test_every_architecture_is_built_from_a_family_of_the_registry():
-    assert set(FAMILIES) | set(NO_CONV) == set(ARCHS)
+    assert set(FAMILIES) | set(VARIANTS) == set(ARCHS) and set(NO_CONV) | SIGNED == set(VARIANTS)
     assert {base_arch(arch) for arch in ARCHS} == set(FAMILIES)
     assert base_arch("pythia-14m") == "pythia-14m"
 

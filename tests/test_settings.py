@@ -265,12 +265,14 @@ STUDY_BUDGETS = {
     "transformer/parity": 3400,
     "mamba/parity": 1200,
     "mamba_noconv/parity": 1200,
+    "mamba_signed/parity": 1200,
     "mamba2/parity": 4650,
     "mamba2_noconv/parity": 4650,
+    "mamba2_signed/parity": 4650,
 }
 """The steps each pair trains for where not the config's ``training.max_steps``
-(benchmarks/README.md says where each comes from); the Conv1D-ablated variant takes
-its family's key."""
+(benchmarks/README.md says where each comes from); the Conv1D-ablated and signed
+variants take their family's key."""
 
 
 @pytest.mark.parametrize(
@@ -281,11 +283,13 @@ its family's key."""
         (("learnability_s3.yaml",), STUDY_BUDGETS),
         (
             ("learnability_mamba_parity.yaml",),
-            STUDY_BUDGETS | {"mamba/parity": 600, "mamba_noconv/parity": 600},
+            STUDY_BUDGETS
+            | {"mamba/parity": 600, "mamba_noconv/parity": 600, "mamba_signed/parity": 600},
         ),
         (
             ("learnability_mamba2_parity.yaml",),
-            STUDY_BUDGETS | {"mamba2/parity": 1500, "mamba2_noconv/parity": 1500},
+            STUDY_BUDGETS
+            | {"mamba2/parity": 1500, "mamba2_noconv/parity": 1500, "mamba2_signed/parity": 1500},
         ),
         (("paper.yaml",), {}),  # 20 000 steps for every pair
         (("test.yaml",), {}),  # 6
@@ -368,7 +372,8 @@ def mirrored(overlay: dict, base: dict, path: str = "") -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "overlay", ["paper.yaml", "default_budget.yaml", "conv1d.yaml", "learnability_s3.yaml", "test.yaml"]
+    "overlay",
+    ["paper.yaml", "default_budget.yaml", "conv1d.yaml", "learnability_s3.yaml", "test.yaml", "pretrained.yaml"],
 )
 def test_an_overlay_states_only_what_it_changes(overlay):
     assert mirrored(yaml.safe_load((REPO / "config" / overlay).read_text()), CONFIG) == []

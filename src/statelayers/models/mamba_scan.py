@@ -39,11 +39,28 @@ so each step touches ``(batch, d_inner, state)`` tensors only and nothing of siz
 gate ``silu(z)`` stay in ordinary autograd. Under ``torch.no_grad`` (states, behaviour,
 erasures, patching) the loop keeps no per-step states at all. The signature equals
 transformers' ``mamba_selective_scan``; the tests check outputs and gradients against it.
+
+Signed transitions (the ``mamba_signed`` and ``mamba2_signed`` architectures, after Grazzi
+et al., "Unlocking State-Tracking in Linear RNNs Through Negative Eigenvalues"): inside
+:func:`transitions` with ``signed=True`` both scans replace the decay by
+
+.. math::
+    a_t = 2\\exp(\\Delta_t A) - 1 \\in (-1, 1],
+
+so a diagonal state can flip its sign at every step, which parity needs and which a decay
+in ``(0, 1]`` never does. Mamba-1 then runs :class:`SelectiveScan` with the slope
+:math:`\\partial a_t / \\partial(\\Delta_t A) = a_t + 1` in its backward pass; Mamba-2
+runs :func:`signed_chunk_scan`, whose products of decays are cumulative products, because
+SSD's sums of log-decays have no logarithm of a negative decay. Outside that context
+(every other architecture) nothing in the default paths changes.
 """
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 
 import torch
 import torch.nn.functional as F
@@ -66,8 +83,24 @@ without mamba-ssm run in training, and what the tests and benchmarks compare wit
 QUADRATIC_MAX_LENGTH = 64
 """The longest sequence Mamba-2 runs in SSD's quadratic form; its terms outgrow the step-by-step kernel beyond."""
 
+_SIGNED: ContextVar[bool] = ContextVar("signed_transitions", default=False)
+"""Whether the scans called now use signed transitions: the mixers call the scans as
+module globals with no room for an option, so the tagger of a signed architecture says
+it around its forward pass (:func:`transitions`)."""
 
-def _scan(u, dt, A, B, C, keep_states: bool):
+
+@contextmanager
+def transitions(signed: bool) -> Iterator[None]:
+    """Within the context, the scans use the signed decay ``2 exp(dt A) - 1`` if ``signed``,
+    else the default ``exp(dt A)``; the setting before is restored on exit, also on error."""
+    token = _SIGNED.set(signed)
+    try:
+        yield
+    finally:
+        _SIGNED.reset(token)
+
+
+def _scan(u, dt, A, B, C, keep_states: bool, signed: bool = False):
     """Run the recurrence; return ``y (b, d, l)``, the last state and what the backward needs.
 
     With ``keep_states`` every step's state and decay are kept, as one tensor per step,
@@ -83,6 +116,8 @@ def _scan(u, dt, A, B, C, keep_states: bool):
     state = u.new_zeros(u.shape[0], u.shape[1], A.shape[1])
     for t in range(len(u_t)):
         decay = torch.mul(dt_t[t].unsqueeze(-1), A).exp_()
+        if signed:
+            decay = decay.mul_(2).sub_(1)
         state = torch.mul(drive_t[t].unsqueeze(-1), B_t[t].unsqueeze(1)).addcmul_(decay, state)
         if keep_states:
             states.append(state)
@@ -93,12 +128,15 @@ def _scan(u, dt, A, B, C, keep_states: bool):
 
 
 class SelectiveScan(torch.autograd.Function):
-    """``y = scan(u, dt, A, B, C)`` with ``u, dt: (b, d, l)``, ``A: (d, n)``, ``B, C: (b, n, l)``."""
+    """``y = scan(u, dt, A, B, C)`` with ``u, dt: (b, d, l)``, ``A: (d, n)``, ``B, C: (b, n, l)``;
+    with ``signed`` the decay is ``2 exp(dt A) - 1``."""
 
     @staticmethod
-    def forward(ctx, u, dt, A, B, C):
-        y, state, (dt_t, u_t, drive_t, B_t, C_t, states, decays) = _scan(u, dt, A, B, C, keep_states=True)
-        ctx.length = len(states)
+    def forward(ctx, u, dt, A, B, C, signed=False):
+        y, state, (dt_t, u_t, drive_t, B_t, C_t, states, decays) = _scan(
+            u, dt, A, B, C, keep_states=True, signed=signed
+        )
+        ctx.length, ctx.signed = len(states), signed
         ctx.save_for_backward(dt_t, u_t, drive_t, A, B_t, C_t, *states, *decays)
         return y, state
 
@@ -116,11 +154,13 @@ class SelectiveScan(torch.autograd.Function):
             grad_C[t] = torch.matmul(grad_y[t].unsqueeze(1), states[t]).squeeze(1)
             grad_drive[t] = (grad_state * B_t[t].unsqueeze(1)).sum(-1)
             grad_B[t] = torch.matmul(drive_t[t].unsqueeze(1), grad_state).squeeze(1)
-            grad_state = grad_state * decays[t]  # from here on: the gradient of h_{t-1}
+            carried = grad_state * decays[t]  # the gradient of h_{t-1}
             if t > 0:  # h_{-1} = 0: the first decay multiplies nothing
-                grad_exponent = grad_state * states[t - 1]
+                # d decay / d(dt A): exp(dt A) = decay, or 2 exp(dt A) = decay + 1 when signed
+                grad_exponent = (grad_state * (decays[t] + 1) if ctx.signed else carried) * states[t - 1]
                 grad_exponent_dt[t] = (grad_exponent * A).sum(-1)
                 grad_A_per_batch.addcmul_(grad_exponent, dt_t[t].unsqueeze(-1))
+            grad_state = carried
         grad_dt = grad_exponent_dt.addcmul_(grad_drive, u_t)
         return (
             (grad_drive * dt_t).permute(1, 2, 0),
@@ -128,6 +168,7 @@ class SelectiveScan(torch.autograd.Function):
             grad_A_per_batch.sum(0),
             grad_B.permute(1, 2, 0),
             grad_C.permute(1, 2, 0),
+            None,
         )
 
 
@@ -145,16 +186,20 @@ def selective_scan(
     **_: object,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """transformers' ``mamba_selective_scan`` signature; float32 throughout, also under
-    bf16 autocast (both backward passes are float32)."""
+    bf16 autocast (both backward passes are float32), with signed transitions inside
+    :func:`transitions`."""
     dtype = hidden_states.dtype
+    signed = _SIGNED.get()
     with torch.autocast(hidden_states.device.type, enabled=False):
         inputs = [None if t is None else t.float() for t in (hidden_states, dt, A, B, C, D, z, delta_bias)]
         if runs_cpu_kernels(hidden_states):
             from statelayers.models.kernels.selective_scan import selective_scan_fn
 
-            y, last_state = selective_scan_fn(*inputs, delta_softplus=delta_softplus, return_last_state=True)
+            y, last_state = selective_scan_fn(
+                *inputs, delta_softplus=delta_softplus, return_last_state=True, signed=signed
+            )
         else:
-            y, last_state = torch_selective_scan(*inputs, delta_softplus=delta_softplus)
+            y, last_state = torch_selective_scan(*inputs, delta_softplus=delta_softplus, signed=signed)
     y = y.to(dtype)
     return (y, last_state) if return_last_state else y
 
@@ -164,17 +209,18 @@ def differentiated(*tensors: torch.Tensor | None) -> bool:
     return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
 
 
-def torch_selective_scan(u, dt, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False):
-    """The scan in PyTorch operations (:class:`SelectiveScan`); returns ``(y, last_state)``."""
+def torch_selective_scan(u, dt, A, B, C, D=None, z=None, delta_bias=None, delta_softplus=False, signed=False):
+    """The scan in PyTorch operations (:class:`SelectiveScan`), with the signed decay if
+    ``signed``; returns ``(y, last_state)``."""
     if delta_bias is not None:
         dt = dt + delta_bias[..., None]
     if delta_softplus:
         dt = F.softplus(dt)
     inputs = (u, dt, A, B, C)
     if differentiated(*inputs):
-        y, last_state = SelectiveScan.apply(*inputs)
+        y, last_state = SelectiveScan.apply(*inputs, signed)
     else:  # inference: nothing to differentiate, so no per-step states are kept
-        y, last_state, _ = _scan(*inputs, keep_states=False)
+        y, last_state, _ = _scan(*inputs, keep_states=False, signed=signed)
     if D is not None:
         y = y + u * D[None, :, None]
     if z is not None:
@@ -197,7 +243,13 @@ def chunk_scan(
     return_final_states: bool = False,
     **kwargs: object,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-    """transformers' ``mamba2_chunk_scan`` signature; float32 throughout, like it."""
+    """transformers' ``mamba2_chunk_scan`` signature; float32 throughout, like it. Signed
+    transitions (:func:`transitions`) run :func:`signed_chunk_scan` on every device."""
+    if _SIGNED.get():
+        return signed_chunk_scan(
+            hidden_states, dt, A, B, C, D=D, dt_bias=dt_bias, initial_states=initial_states,
+            dt_softplus=dt_softplus, dt_limit=dt_limit, return_final_states=return_final_states,
+        )  # fmt: skip
     if not runs_cpu_kernels(hidden_states) or initial_states is not None:
         return REFERENCE_CHUNK_SCAN(
             hidden_states, dt, A, B, C, chunk_size, D=D, dt_bias=dt_bias, initial_states=initial_states,
@@ -214,6 +266,63 @@ def chunk_scan(
             x, dt, A, B, C, chunk_size, D=D, dt_bias=dt_bias, dt_softplus=dt_softplus, dt_limit=dt_limit,
             return_final_states=return_final_states,
         )  # fmt: skip
+
+
+def signed_chunk_scan(
+    hidden_states: torch.Tensor,
+    dt: torch.Tensor,
+    A: torch.Tensor,
+    B: torch.Tensor,
+    C: torch.Tensor,
+    D: torch.Tensor | None = None,
+    dt_bias: torch.Tensor | None = None,
+    initial_states: torch.Tensor | None = None,
+    dt_softplus: bool = False,
+    dt_limit: tuple[float, float] = (0.0, float("inf")),
+    return_final_states: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+    """Mamba-2's scan with signed decays, in SSD's quadratic form over the whole sequence.
+
+    With ``x: (b, l, h, p)``, ``dt: (b, l, h)``, ``A: (h,)`` and ``B, C: (b, l, g, n)``,
+    the recurrence :math:`h_t = a_t h_{t-1} + \\Delta_t x_t B_t^\\top`,
+    :math:`y_t = h_t C_t + D x_t` with :math:`a_t = 2 e^{\\Delta_t A} - 1` unrolls to
+
+    .. math::
+        y_t = \\sum_{s \\le t} \\Big(\\prod_{r=s+1}^{t} a_r\\Big)\\,(C_t^\\top B_s)\\,\\Delta_s x_s + D x_t.
+
+    The products are ``torch.cumprod`` along ``t`` of a matrix holding ``a_t`` below the
+    diagonal and 1 elsewhere: a product keeps its sign and stays exact where a decay is
+    zero, which SSD's differences of cumulative log-decays cannot. The
+    ``(b, h, l, l)`` matrix is small at the study's lengths (at most 120). Arguments and
+    dt's softplus, bias and clamp are those of transformers' ``mamba2_chunk_scan``; an
+    initial state (generation with a cache) is not supported. It computes in float32, as
+    that does, or in float64 for float64 inputs (the tests' gradient checks).
+    """
+    if initial_states is not None:
+        raise ValueError("signed transitions start from a zero state: initial_states is not supported")
+    if dt_bias is not None:
+        dt = dt + dt_bias
+    if dt_softplus:
+        dt = F.softplus(dt)
+    dtype = torch.promote_types(hidden_states.dtype, torch.float32)
+    dt = torch.clamp(dt, min=dt_limit[0], max=dt_limit[1]).to(dtype)
+    x = hidden_states.to(dtype)
+    heads = x.shape[2]
+    B, C = (t.to(dtype).repeat_interleave(heads // t.shape[2], dim=2) for t in (B, C))
+    decay = (2 * torch.exp(dt * A.to(dtype)) - 1).transpose(1, 2)  # (b, h, l)
+    length = decay.shape[-1]
+    below = torch.ones(length, length, dtype=torch.bool, device=x.device).tril(-1)
+    factors = torch.where(below, decay.unsqueeze(-1), torch.ones_like(decay).unsqueeze(-1))
+    products = torch.cumprod(factors, dim=-2).tril()  # [t, s]: a_{s+1} ... a_t for s <= t
+    drive = x * dt.unsqueeze(-1)  # (b, l, h, p)
+    weights = torch.einsum("bthn,bshn->bhts", C, B) * products
+    y = torch.einsum("bhts,bshp->bthp", weights, drive)
+    if D is not None:
+        y = y + D.to(dtype)[:, None] * x
+    if not return_final_states:
+        return y
+    final = torch.einsum("bhs,bshp,bshn->bhpn", products[:, :, -1], drive, B)
+    return y, final
 
 
 def split_conv1d_scan_combined(
@@ -257,6 +366,7 @@ def split_conv1d_scan_combined(
         and activation in ("silu", "swish")
         and not norm_before_gate
         and headdim
+        and not _SIGNED.get()
     ):
         return None
     from statelayers.models.kernels.mamba2_block import SplitConvScanNorm

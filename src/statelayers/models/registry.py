@@ -29,6 +29,11 @@ class Arch:
     """transformers' ``model_type`` of a pretrained backbone of this family, if any."""
     rnn_cell: str | None = None
     """For a stack of single-layer torch RNNs: the ``torch.nn`` class of its layers."""
+    conv1d: bool = True
+    """``False``: every mixer's Conv1D is fixed to the identity (the Conv1D ablation)."""
+    signed: bool = False
+    """``True``: the SSM's decay ``exp(dt A)`` becomes ``2 exp(dt A) - 1``, in ``(-1, 1]``
+    (:func:`statelayers.models.mamba_scan.transitions`)."""
 
 
 _ROWS = (  # name, family, display name, colour, marker, width-knob step
@@ -39,8 +44,12 @@ _ROWS = (  # name, family, display name, colour, marker, width-knob step
     Arch("gru", "gru", "GRU", "#9467bd", "v", rnn_cell="GRU"),
     # Conv1D-ablated variants: the base family with every block's Conv1D fixed to identity,
     # built with the base family's options and trained with its settings.
-    Arch("mamba_noconv", "mamba", "Mamba without Conv1D", "#e377c2", "P", 16),
-    Arch("mamba2_noconv", "mamba2", "Mamba-2 without Conv1D", "#bcbd22", "X", 1),
+    Arch("mamba_noconv", "mamba", "Mamba without Conv1D", "#e377c2", "P", 16, conv1d=False),
+    Arch("mamba2_noconv", "mamba2", "Mamba-2 without Conv1D", "#bcbd22", "X", 1, conv1d=False),
+    # Signed-transition variants (Grazzi et al., "Unlocking State-Tracking in Linear RNNs
+    # Through Negative Eigenvalues"): an extension, not a model of the paper reproduced here.
+    Arch("mamba_signed", "mamba", "Mamba with signed transitions", "#8c564b", "*", 16, signed=True),
+    Arch("mamba2_signed", "mamba2", "Mamba-2 with signed transitions", "#17becf", "h", 1, signed=True),
 )
 REGISTRY: dict[str, Arch] = {arch.name: arch for arch in _ROWS}
 
@@ -48,8 +57,12 @@ ARCHS = tuple(REGISTRY)
 """Every architecture name, in the order figures and tables list them."""
 FAMILIES = tuple(arch.name for arch in _ROWS if arch.family == arch.name)
 """The study's five architecture families."""
-NO_CONV = {arch.name: arch.family for arch in _ROWS if arch.family != arch.name}
+VARIANTS = {arch.name: arch.family for arch in _ROWS if arch.family != arch.name}
+"""Every variant (Conv1D-ablated or signed) -> the family it is built from."""
+NO_CONV = {arch.name: arch.family for arch in _ROWS if not arch.conv1d}
 """Conv1D-ablated variant -> the family it is built from."""
+SIGNED = frozenset(arch.name for arch in _ROWS if arch.signed)
+"""The variants whose SSM transitions are signed."""
 SSM = ("mamba", "mamba2")
 """The state-space families: their mixers have a Conv1D and run under a Mamba backend."""
 RECURRENT = ("lstm", "gru")
@@ -66,7 +79,7 @@ PRETRAINED_MODEL_TYPES = {arch.hf_model_type: arch.name for arch in _ROWS if arc
 
 def base_arch(arch: str) -> str:
     """The family an architecture is built from (itself for a family or an unknown name)."""
-    return NO_CONV.get(arch, arch)
+    return VARIANTS.get(arch, arch)
 
 
 def display_name(arch: str) -> str:

@@ -1,4 +1,4 @@
-"""Five sequence taggers (and Conv1D-ablated Mamba variants) behind one interface.
+"""Five sequence taggers (and Conv1D-ablated or signed Mamba variants) behind one interface.
 
 Every model maps tokens ``(batch, length)`` to per-token logits and exposes the
 hidden state of every layer: index 0 is the embedding output, index ``i`` the
@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import pickle
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import asdict, replace
 from pathlib import Path
 
@@ -37,7 +37,7 @@ from torch import nn
 
 from statelayers import files
 from statelayers.models.pretrained import pretrained_backbone
-from statelayers.models.registry import NO_CONV, REGISTRY, RNN_CELLS, SSM, base_arch
+from statelayers.models.registry import NO_CONV, REGISTRY, RNN_CELLS, SIGNED, SSM, base_arch
 from statelayers.models.spec import ModelSpec
 from statelayers.tasks.formal import task_spec
 
@@ -144,6 +144,14 @@ def uniform_a_init(model: nn.Module, low: float, high: float) -> None:
             module.A_log.copy_(torch.empty_like(module.A_log).uniform_(low, high).log())
 
 
+def _signed_scans() -> AbstractContextManager[None]:
+    """The scans' signed mode, imported only by a signed model (the module imports
+    transformers' Mamba modules, which no other family needs)."""
+    from statelayers.models.mamba_scan import transitions
+
+    return transitions(signed=True)
+
+
 class RecurrentLayer(nn.Module):
     """One single-layer torch RNN (LSTM, GRU, ...) that returns only its output sequence."""
 
@@ -204,6 +212,8 @@ class SequenceTagger(nn.Module):
         self.register_buffer("token_ids", ids, persistent=False)  # task symbols -> pretrained vocabulary
         self.offset = int(spec.start_token)
         """Positions before the first input token: 1 with a start token, else 0."""
+        self.signed = spec.arch in SIGNED
+        """Whether its SSM scans run with signed transitions (set around every forward pass)."""
 
     @property
     def taps(self) -> list[nn.Module]:
@@ -240,7 +250,8 @@ class SequenceTagger(nn.Module):
             return self.head(self.backbone(tokens))
         if self.token_ids is not None:
             tokens = self.token_ids[tokens]
-        return self.head(self.backbone(input_ids=tokens, use_cache=False).last_hidden_state)
+        with _signed_scans() if self.signed else nullcontext():
+            return self.head(self.backbone(input_ids=tokens, use_cache=False).last_hidden_state)
 
     @torch.no_grad()
     def _start_states(self) -> list[torch.Tensor]:
@@ -360,6 +371,8 @@ def build_model(
     :func:`statelayers.models.backends.use_backend`) for a model on ``device``; the backend
     in use is ``model.backend`` and, under PyTorch, whose scan and convolution run
     (``fast`` or ``reference``) ``model.mamba_scan`` (both ``None`` where they do not apply).
+    A signed variant needs the ``torch`` backend's ``fast`` scan, the only one with signed
+    transitions: elsewhere it would silently run the default decay, so it is an error.
     """
     backend = scan = None
     family = base_arch(spec.arch)
@@ -369,6 +382,11 @@ def build_model(
         settings = {**MAMBA_DEFAULTS, **dict(mamba or {})}
         backend = use_backend(settings["backend"], device, settings["scan"])
         scan = settings["scan"] if backend == "torch" else None
+        if spec.arch in SIGNED and scan != "fast":
+            raise ValueError(
+                f"{spec.arch} runs only under the torch backend's fast scan (here: backend {backend}, "
+                f"scan {scan}); set training.mamba_backend: torch and mamba_scan: fast"
+            )
     model = SequenceTagger(spec, backbone)
     model.backend, model.mamba_scan = backend, scan
     if spec.arch in NO_CONV:
