@@ -644,6 +644,7 @@ def test_a_missing_architecture_or_stage_is_named():
     assert verdict.loc[1, "verdict"] == "inconclusive" and "architectures not in this run" in verdict.loc[1, "reason"]
     assert verdict.loc[4, "verdict"] == "inconclusive" and "architectures not in this run" in verdict.loc[4, "reason"]
     assert "erasures stage did not run" in verdict.loc[5, "reason"]
+    assert "snakemake --configfile config/pretrained.yaml" in verdict.loc[6, "reason"]  # what would run it
 
 
 def test_necessity_leaves_the_conv1d_ablated_models_out():

@@ -428,7 +428,10 @@ def pretrained_finding(
     middle half of the positions recovers >= 0.9 of the logit difference."""
     finding = Finding(6)
     if probes is None or erasures is None:
-        finding.missing = "pretrained stage did not run (pretrained.enabled: false)"
+        finding.missing = (
+            "pretrained stage did not run: it needs the three pretrained checkpoints and a GPU "
+            "(snakemake --configfile config/pretrained.yaml --cores all --resources gpu=1)"
+        )
         return finding
     finding.missing = _requires(set(probes["arch"]), {"pythia-160m", "mamba-130m"}, "pretrained models") or (
         _requires(set(probes["task"]), {"dyck"}, "tasks")
