@@ -1,5 +1,5 @@
 """Process set-up shared by the workflow's entry scripts: logging, CPU threads, the
-memory allocator, and the environment of the CUDA kernels."""
+memory allocator, the environment of the CUDA kernels, and the GPU of a model job."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import gc
 import logging
 import os
 import sys
+
+from statelayers import devices
 
 KERNEL_ENVIRONMENT = {"MAMBA_DETERMINISTIC": "1"}
 """The settings every process runs mamba-ssm's kernels under: the workflow's jobs (through
@@ -91,9 +93,10 @@ def skip_final_collection() -> None:
 
 def start(log_path: str | None = None, threads: int | None = None) -> logging.Logger:
     """Log to ``log_path`` (Snakemake's per-job log) and stderr, uncaught errors included;
-    pin torch and the numba kernels to ``threads``; set :data:`KERNEL_ENVIRONMENT`; keep
-    freed memory in the heap (:func:`keep_freed_memory`); skip the garbage collection at
-    exit (:func:`skip_final_collection`).
+    pin torch and the numba kernels to ``threads``; set :data:`KERNEL_ENVIRONMENT`; give a
+    job that takes the ``gpu`` resource a GPU of its own where the host has several
+    (:mod:`statelayers.devices`); keep freed memory in the heap (:func:`keep_freed_memory`);
+    skip the garbage collection at exit (:func:`skip_final_collection`).
 
     Snakemake exports OMP/MKL thread counts from the rule's ``threads``, but torch's
     intra-op pool is sized at import, so it is set here explicitly. numba sizes its pool
@@ -119,6 +122,8 @@ def start(log_path: str | None = None, threads: int | None = None) -> logging.Lo
 
     sys.excepthook = log_uncaught
     kernel_environment()
+    if devices.job_gpus() and (gpu := devices.choose_gpu()) is not None:
+        log.info("GPU %s of this host: %s=%s", gpu, devices.VISIBLE, gpu)
     keep_freed_memory()
     skip_final_collection()
     if threads:
