@@ -23,9 +23,6 @@ from pathlib import Path
 from study_config import CONFIG
 
 REPO = Path(__file__).resolve().parents[1]
-PENDING = {("src/statelayers/report/stats.py", "confidence")}
-"""Defaults kept for a caller outside this test's reach: report/claims.py builds
-``IntervalConfig()`` without ``statistics``, so its default stays until that call passes it."""
 
 
 def neutral(value: object) -> bool:
@@ -89,8 +86,7 @@ def restated_in_source(leaves: dict[str, set]) -> list[str]:
         for name, default in named_defaults(ast.parse(path.read_text())):
             ok, value = literal(default)
             if ok and not neutral(value) and comparable(value) in leaves.get(name, ()):
-                if (where, name) not in PENDING:
-                    restated.append(f"{where}:{default.lineno}: {name} = {value!r}")
+                restated.append(f"{where}:{default.lineno}: {name} = {value!r}")
     return restated
 
 

@@ -69,10 +69,9 @@ from scipy import stats
 @dataclass(frozen=True)
 class IntervalConfig:
     """How intervals are drawn: ``statistics`` of config/config.yaml is the one source of
-    these values, and every caller here passes it. The default remains only for
-    report/claims.py, which builds ``IntervalConfig()`` as a default argument."""
+    these values, so nothing here has a default."""
 
-    confidence: float = 0.95
+    confidence: float
 
 
 INTERVAL_KIND = "Student t"
