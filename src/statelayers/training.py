@@ -55,6 +55,7 @@ from statelayers.models.inference import accuracy
 from statelayers.models.tagger import SequenceTagger, build_model, count_parameters, matched_spec, save_model
 from statelayers.runtime import resolve_device
 from statelayers.stopping import CONSECUTIVE_CHECKS, reached_target
+from statelayers.tasks.curriculum import PositionCurriculum
 from statelayers.tasks.data import TrainingStream, to_arrays, training_rng
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,10 @@ class TrainConfig:
     """Micro-batches of ``batch_size`` per optimizer step (the step sees their mean loss)."""
     precision: str
     """``fp32``, or ``bf16``: forward passes under bfloat16 autocast, weights and optimizer in fp32."""
+    curriculum: dict | None
+    """A position curriculum (``start``, ``step``, ``threshold`` of
+    :class:`statelayers.tasks.curriculum.PositionCurriculum`); ``None``: the loss covers
+    every position."""
 
 
 @dataclass(frozen=True)
@@ -198,11 +203,14 @@ def accumulate_gradients(
     labels: torch.Tensor,
     config: TrainConfig,
     device: torch.device,
+    positions: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Add the gradient of the mean cross-entropy over ``tokens`` to ``model``'s, in
     micro-batches of ``config.batch_size`` (under bf16 autocast if configured); return
     the mean loss and token accuracy of the micro-batches as float64 scalars on
-    ``device``. Nothing here reads a value back to the host, so on a GPU the host queues
+    ``device``. With ``positions`` (a position curriculum) only the first ``positions``
+    tokens are fed and scored: the models are causal, so their logits are those of the
+    whole sequence. Nothing here reads a value back to the host, so on a GPU the host queues
     the next step while this one runs; float64 keeps the sums those of the Python floats
     they replace, bit for bit."""
     loss_sum = torch.zeros((), dtype=torch.float64, device=device)
@@ -210,6 +218,8 @@ def accumulate_gradients(
     tokens, labels = to_device(tokens, device), to_device(labels, device)
     micro_batches = tokens.split(config.batch_size)
     for x, y in zip(micro_batches, labels.split(config.batch_size)):
+        if positions is not None:
+            x, y = x[:, :positions], y[:, :positions]
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=config.precision == "bf16"):
             logits = model(x)
         loss = F.cross_entropy(logits.float().flatten(0, 1), y.flatten())
@@ -226,12 +236,13 @@ def training_step(
     labels: torch.Tensor,
     config: TrainConfig,
     device: torch.device,
+    positions: int | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """One optimizer step on a batch: :func:`accumulate_gradients`, clipping to
-    ``config.grad_clip``, ``optimizer``; the batch's mean loss and token accuracy stay on
-    ``device`` (the benchmarks time this same step)."""
+    """One optimizer step on a batch: :func:`accumulate_gradients` (on the first
+    ``positions`` tokens, if given), clipping to ``config.grad_clip``, ``optimizer``; the
+    batch's mean loss and token accuracy stay on ``device`` (the benchmarks time this same step)."""
     optimizer.zero_grad(set_to_none=True)
-    loss, acc = accumulate_gradients(model, tokens, labels, config, device)
+    loss, acc = accumulate_gradients(model, tokens, labels, config, device, positions)
     torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
     optimizer.step()
     return loss, acc
@@ -260,7 +271,9 @@ def train(
 
     History rows (every ``log_every`` steps and at every validation check): step, the
     learning rate of that step, mean loss and training token accuracy since the last
-    row, seconds, and at checks the validation token and sequence accuracy.
+    row, seconds, and at checks the validation token and sequence accuracy. With a
+    position curriculum (``config.curriculum``) the loss and training accuracy are those
+    of the covered positions, and rows also hold ``covered_positions`` (of the next step).
     """
     # Imported here, so that the LSTM's and GRU's untrained twins never import transformers.
     from transformers import get_wsd_schedule
@@ -276,6 +289,9 @@ def train(
     running_loss, running_acc = (torch.zeros((), dtype=torch.float64, device=device) for _ in range(2))
     running_steps, elapsed = 0, 0.0
     first_step = 1
+    curriculum = (
+        PositionCurriculum(**config.curriculum, length=stream.length) if config.curriculum else None
+    )
     saved = resume.load() if resume else None
     if saved:
         model.load_state_dict(saved["model"])
@@ -287,6 +303,8 @@ def train(
         loss, acc, running_steps = saved["running"]
         running_loss, running_acc = (torch.tensor(v, dtype=torch.float64, device=device) for v in (loss, acc))
         first_step = saved["step"] + 1
+        if curriculum:
+            curriculum.covered = saved["covered_positions"]
         log.info("resuming from step %d (%s)", saved["step"], resume.path)
     start = time.perf_counter() - elapsed
     last_save, save_interval = time.perf_counter(), resume.every_seconds if resume else 0.0
@@ -296,7 +314,10 @@ def train(
         batch = stream.draw(config.batch_size * config.grad_accumulation)
         lr = schedule.get_last_lr()[0]
         tokens, labels = torch.as_tensor(batch["tokens"]), torch.as_tensor(batch["labels"])
-        loss, acc = training_step(model, optimizer, tokens, labels, config, device)
+        positions = curriculum.covered if curriculum else None
+        loss, acc = training_step(model, optimizer, tokens, labels, config, device, positions)
+        if curriculum:  # reads the accuracy back to the host: only with a curriculum
+            curriculum.update(acc.item())
         running_loss += loss
         running_acc += acc
         running_steps += 1
@@ -310,6 +331,8 @@ def train(
                 "train_token_accuracy": (running_acc / running_steps).item(),
                 "seconds": time.perf_counter() - start,
             }
+            if curriculum:
+                row["covered_positions"] = curriculum.covered
             running_loss.zero_()
             running_acc.zero_()
             running_steps = 0
@@ -352,6 +375,7 @@ def train(
                     "running": (running_loss.item(), running_acc.item(), running_steps),
                     "elapsed": time.perf_counter() - start,
                 }
+                | ({"covered_positions": curriculum.covered} if curriculum else {})
             )
             last_save = time.perf_counter()
             save_interval = max(resume.every_seconds, 20 * (last_save - saving))
