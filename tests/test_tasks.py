@@ -115,3 +115,65 @@ def test_data_file_schema():
 def test_rejects_empty_requests(n, length):
     with pytest.raises(ValueError):
         generate("parity", n, length, np.random.default_rng(0))
+
+
+def permutation_matrix(p: tuple) -> np.ndarray:
+    """The matrix sending basis vector i to p(i): composing permutations multiplies matrices."""
+    matrix = np.zeros((3, 3), dtype=int)
+    for i, image in enumerate(p):
+        matrix[image, i] = 1
+    return matrix
+
+
+def test_s3_sign_and_rotation_match_permutation_matrices():
+    """Independent reference: the sign is the determinant, and the rotation the k with
+    P(g) = P(r)^k P(s)^sign, found by multiplying matrices."""
+    from statelayers.tasks.s3_structure import rotation, sign
+
+    r, s = permutation_matrix((1, 2, 0)), permutation_matrix((1, 0, 2))
+    for index, element in enumerate(S3_ELEMENTS):
+        matrix = permutation_matrix(element)
+        odd = round(np.linalg.det(matrix)) == -1
+        assert sign(np.array([index]))[0] == odd
+        reflected = np.linalg.matrix_power(s, odd)
+        powers = [k for k in range(3) if (np.linalg.matrix_power(r, k) @ reflected == matrix).all()]
+        assert rotation(np.array([index])).tolist() == powers
+    pairs = {(int(sign(np.array([i]))[0]), int(rotation(np.array([i]))[0])) for i in range(6)}
+    assert pairs == {(e, k) for e in (0, 1) for k in range(3)}
+
+
+def test_the_sign_of_an_s3_prefix_is_the_parity_of_its_odd_tokens_and_the_rotation_needs_the_sign():
+    """Z2 is a quotient of S3 (sign is a homomorphism); the rotation composes as
+    k(a ∘ b) = k(a) + (-1)^sign(a) k(b) (mod 3), so it is no quotient."""
+    from statelayers.tasks.s3_structure import rotation, sign
+
+    data = generate("s3", 40, 25, np.random.default_rng(5))
+    odd_tokens = np.cumsum(sign(data["tokens"]), axis=1) % 2
+    assert (sign(data["labels"]) == odd_tokens).all()
+    index = {p: i for i, p in enumerate(S3_ELEMENTS)}
+    for a in range(6):
+        for b in range(6):
+            product = np.array([index[compose(S3_ELEMENTS[a], S3_ELEMENTS[b])]])
+            ka, kb, ea = rotation(np.array([a]))[0], rotation(np.array([b]))[0], sign(np.array([a]))[0]
+            assert rotation(product)[0] == (ka + (-1) ** ea * kb) % 3
+
+
+def test_s3_errors_split_into_wrong_signs_and_right_sign_wrong_rotation_per_position():
+    from statelayers.tasks.s3_structure import error_split, probe_targets, rotation, sign
+
+    # identity (even, k 0) at position 1, (0, 2, 1) (odd) at position 2, in three sequences
+    labels = np.array([[0, 1], [0, 1], [0, 1]])
+    # position 1: right, an even 3-cycle (coset error), an odd element (sign error);
+    # position 2: right, (1, 0, 2) (odd, wrong rotation: coset error), the identity (sign error)
+    predicted = np.array([[0, 1], [3, 2], [1, 0]])
+    split = error_split(predicted, labels)
+    assert split["position"].tolist() == [1, 2]
+    np.testing.assert_allclose(split["accuracy"], [1 / 3, 1 / 3])
+    np.testing.assert_allclose(split["sign_error"], [1 / 3, 1 / 3])
+    np.testing.assert_allclose(split["coset_error"], [1 / 3, 1 / 3])
+    np.testing.assert_allclose(split["accuracy"] + split["sign_error"] + split["coset_error"], 1)
+    np.testing.assert_allclose(split["rotation_accuracy_given_sign"], [1 / 2, 1 / 2])
+    targets = probe_targets(labels)
+    assert (targets["s3_sign"] == sign(labels)).all() and (targets["s3_rotation"] == rotation(labels)).all()
+    with pytest.raises(ValueError, match="shape"):
+        error_split(predicted[:, :1], labels)
