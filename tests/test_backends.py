@@ -336,8 +336,9 @@ def expected_calls(family: str, kernels: list[str], layers: int) -> dict[str, in
 def test_kernel_calls_are_counted_where_they_enter_the_kernel_package(monkeypatch, family):
     """Stand-ins for the packages' functions, bound as transformers binds them (into the
     module attributes the mixers read) and computing what the torch backend computes. The
-    PyTorch stand-in for Mamba's fused kernel returns nothing, so the mixer goes on to its
-    unfused path: the counts show that too, as they would a silent fallback on a GPU."""
+    fused kernels' stand-ins return nothing, as transformers' PyTorch references do, so in
+    training the mixer goes on to its unfused path: the counts show that too, as they would
+    a silent fallback on a GPU."""
     module = importlib.import_module(f"transformers.models.{family}.modeling_{family}")
     spec = ModelSpec(family, 6, 4, d_model=16, n_layers=2, options=OPTIONS[family])
     model = build_model(spec)  # the torch backend: nothing is a kernel, nothing is counted
@@ -345,10 +346,11 @@ def test_kernel_calls_are_counted_where_they_enter_the_kernel_package(monkeypatc
     assert kernel_calls(model, tokens) == ({}, {})
     for name, (package, function) in PACKAGE_FUNCTIONS.items():
         if hasattr(module, name):
-            monkeypatch.setattr(module, name, bound(package, function, getattr(module, name)))
+            computes = [] if function in TRAINING_KERNELS[family] else [getattr(module, name)]  # fused: None
+            monkeypatch.setattr(module, name, bound(package, function, *computes))
     training, evaluation = kernel_calls(model, tokens)
-    fallback = EVALUATION_KERNELS[family] if family == "mamba" else []
-    assert training == expected_calls(family, TRAINING_KERNELS[family] + fallback, layers=2)
+    unfused = TRAINING_KERNELS[family] + EVALUATION_KERNELS[family]
+    assert training == expected_calls(family, unfused, layers=2)
     assert evaluation == expected_calls(family, EVALUATION_KERNELS[family], layers=2)
     with counting_kernel_calls() as counts:
         pass

@@ -17,6 +17,7 @@ import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -56,7 +57,9 @@ if not os.getenv("SKIP_CUDA_BUILD"):
 
     # HACK: The compiler flag -D_GLIBCXX_USE_CXX11_ABI is set to be the same as
     extra_compile_args = {"nvcc": ["-O3"] + cc_flag}
+    sources = ["csrc/main.cpp", "csrc/causal_conv1d_fwd.cu", "csrc/causal_conv1d_bwd.cu"]
 """
+SPLITS = [split for package in gpu_sources.PACKAGES for split in package.splits]
 SM90 = ["-gencode", "arch=compute_90,code=sm_90"]
 BLOCKER = f"""import importlib.abc, sys
 
@@ -68,8 +71,9 @@ class Absent(importlib.abc.MetaPathFinder):
 sys.meta_path.insert(0, Absent())
 """
 # Runs each setup.py given with setuptools.setup() recording its arguments, under a CUDA
-# 13.0 that a fake nvcc reports (this CPU torch has no CUDA); prints the nvcc flags.
-NVCC_FLAGS = """import json, os, runpy, sys, setuptools, torch, torch.utils.cpp_extension as cpp
+# 13.0 that a fake nvcc reports (this CPU torch has no CUDA); prints the extension's nvcc
+# flags and sources.
+EXTENSION = """import json, os, runpy, sys, setuptools, torch, torch.utils.cpp_extension as cpp
 torch.version.cuda, cpp.CUDA_HOME = "13.0", sys.argv[1]
 for directory in sys.argv[2:]:
     os.chdir(directory)
@@ -77,7 +81,8 @@ for directory in sys.argv[2:]:
     setuptools.setup = lambda **kwargs: arguments.update(kwargs)
     sys.argv = ["setup.py", "build_ext"]
     runpy.run_path("setup.py", run_name="__main__")
-    print(json.dumps(arguments["ext_modules"][0].extra_compile_args["nvcc"]))
+    [extension] = arguments["ext_modules"]
+    print(json.dumps({"nvcc": extension.extra_compile_args["nvcc"], "sources": extension.sources}))
 """
 
 
@@ -88,12 +93,25 @@ def add(archive: tarfile.TarFile, name: str, text: str) -> None:
     archive.addfile(info, io.BytesIO(data))
 
 
+def stand_in_source(instantiations: int) -> str:
+    """A kernel file laid out as causal-conv1d's: templates, then their explicit instantiations."""
+    signature = "(Params &params, cudaStream_t stream)"
+    template = f"#include \"kernel.h\"\n\ntemplate<int k>\nvoid launch{signature} {{}}\n\n"
+    return template + "".join(f"template void launch<{i}>{signature};\n" for i in range(instantiations))
+
+
+def instantiations(text: str) -> list[str]:
+    return [line for line in text.splitlines() if gpu_sources.INSTANTIATION.match(line)]
+
+
 def stand_in_tarballs(directory: Path, setup: str = STAND_IN_SETUP) -> Path:
     """``directory`` holding a tarball per package, named and laid out as upstream's."""
     directory.mkdir(parents=True, exist_ok=True)
     for package in gpu_sources.PACKAGES:
         with tarfile.open(directory / package.tarball, "w:gz") as archive:
             add(archive, f"{package.top}/setup.py", setup)
+            for split in package.splits:
+                add(archive, f"{package.top}/{split.source}", stand_in_source(split.instantiations))
     return directory
 
 
@@ -136,16 +154,51 @@ def test_prepare_copies_checked_tarballs_and_stops_at_a_missing_or_unpatchable_o
     assert not (tmp_path / "elsewhere").exists()
 
 
+def test_each_part_is_the_file_with_its_share_of_the_instantiations_and_together_they_hold_each_once():
+    split = gpu_sources.Split("csrc/kernels.cu", instantiations=7, parts=3)
+    upstream = stand_in_source(7)
+    parts = gpu_sources.split_text(upstream, split)
+    assert [instantiations(part) for part in parts] == [instantiations(upstream)[i::3] for i in range(3)]
+    for index, part in enumerate(parts, start=1):
+        assert len(part.splitlines()) == len(upstream.splitlines())  # messages keep upstream's line numbers
+        for kept, line in zip(part.splitlines(), upstream.splitlines()):
+            other = rf"// compiled in kernels_part0[^{index}]\.cu: {re.escape(line)}"  # another part's
+            assert kept == line or re.fullmatch(other, kept)
+    with pytest.raises(ValueError, match="expected 7 explicit instantiations in csrc/kernels.cu, found 6"):
+        gpu_sources.split_text(stand_in_source(6), split)
+
+
+def test_setup_py_compiles_the_parts_in_place_of_the_split_file_and_refuses_another_listing():
+    split = gpu_sources.Split("csrc/kernels.cu", instantiations=4, parts=2)
+    setup = 'sources = ["csrc/main.cpp", "csrc/kernels.cu", "csrc/update.cu"]\n'
+    namespace: dict = {}
+    exec(gpu_sources.patch_sources(setup, split), namespace)
+    assert namespace["sources"] == ["csrc/main.cpp", *gpu_sources.part_paths(split), "csrc/update.cu"]
+    assert gpu_sources.part_paths(split) == ["csrc/kernels_part01.cu", "csrc/kernels_part02.cu"]
+    for listed in (0, 2):
+        with pytest.raises(ValueError, match=f"found {listed}"):
+            listing = setup.replace('"csrc/kernels.cu", ', '"csrc/kernels.cu", ' * listed)
+            gpu_sources.patch_sources(listing, split)
+
+
 def test_unpack_patches_a_copy_and_keeps_an_earlier_build_of_the_same_tarball(tmp_path):
     sources, build = stand_in_sources(tmp_path), tmp_path / "build"
     directories = gpu_sources.unpack(sources, build)
     assert directories == [build / p.top for p in gpu_sources.PACKAGES]
-    for directory in directories:
-        assert gpu_sources.HOPPER_ONLY in (directory / "setup.py").read_text()
+    for directory, package in zip(directories, gpu_sources.PACKAGES):
+        setup = (directory / "setup.py").read_text()
+        assert gpu_sources.HOPPER_ONLY in setup
+        for split in package.splits:
+            parts = gpu_sources.part_paths(split)
+            assert all((directory / part).is_file() for part in parts) and f'"{split.source}"' not in setup
+            assert ", ".join(f'"{part}"' for part in parts) in setup
         (directory / "built.so").write_text("an earlier build")
     assert (build / "site" / "einops" / "__init__.py").is_file()
     gpu_sources.unpack(sources, build)
     assert all((directory / "built.so").is_file() for directory in directories)
+    (directories[0] / gpu_sources.UNPACKED_FROM).write_text(gpu_sources.PACKAGES[0].tarball)  # other patches
+    gpu_sources.unpack(sources, build)
+    assert not (directories[0] / "built.so").exists() and (directories[1] / "built.so").is_file()
     assert (build / "mamba" / "setup.py").read_text().count(gpu_sources.HOPPER_ONLY) == 1
     for wheel in sources.glob("einops-*.whl"):
         wheel.unlink()
@@ -163,33 +216,76 @@ needs_prepared = pytest.mark.skipif(
 
 
 @needs_prepared
-def test_the_patched_upstream_setup_py_files_give_nvcc_sm90_only(tmp_path):
+def test_the_patched_upstream_setup_py_files_give_nvcc_sm90_only_and_compile_the_parts(tmp_path):
     """The real setup.py files, run up to setup(); the unpatched ones show the harness sees
-    their whole architecture list."""
-    for copy in ("patched", "upstream"):
-        for package in gpu_sources.PACKAGES:
-            with tarfile.open(PREPARED / package.tarball) as archive:
-                archive.extractall(tmp_path / copy, filter="data")
+    their whole architecture list and their own sources."""
+    gpu_sources.unpack(PREPARED, tmp_path / "patched")
     for package in gpu_sources.PACKAGES:
-        setup = tmp_path / "patched" / package.top / "setup.py"
-        setup.write_text(gpu_sources.patch_setup(setup.read_text()))
+        with tarfile.open(PREPARED / package.tarball) as archive:
+            archive.extractall(tmp_path / "upstream", filter="data")
     nvcc = tmp_path / "cuda" / "bin" / "nvcc"
     nvcc.parent.mkdir(parents=True)
     nvcc.write_text("#!/bin/sh\necho 'Cuda compilation tools, release 13.0, V13.0.48'\n")
     nvcc.chmod(0o755)
     directories = [tmp_path / copy / p.top for copy in ("patched", "upstream") for p in gpu_sources.PACKAGES]
     result = subprocess.run(
-        [sys.executable, "-c", NVCC_FLAGS, str(nvcc.parents[1]), *map(str, directories)],
+        [sys.executable, "-c", EXTENSION, str(nvcc.parents[1]), *map(str, directories)],
         capture_output=True,
         text=True,
         timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    flags = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("[")]
+    extensions = [json.loads(line) for line in result.stdout.splitlines() if line.startswith("{")]
+    flags = [extension["nvcc"] for extension in extensions]
     gencodes = [[f for i, f in enumerate(line) if "-gencode" in (f, line[i - 1])] for line in flags]
     assert gencodes[:2] == [SM90, SM90]
     for unpatched in gencodes[2:]:
         assert len(unpatched) >= 2 * 9 and "arch=compute_90,code=sm_90" in unpatched
+    packages = len(gpu_sources.PACKAGES)
+    for package, patched, upstream in zip(gpu_sources.PACKAGES, extensions, extensions[packages:]):
+        split = {s.source: gpu_sources.part_paths(s) for s in package.splits}
+        assert set(split) <= set(upstream["sources"])
+        assert patched["sources"] == [s for f in upstream["sources"] for s in split.get(f, [f])]
+        assert all((tmp_path / "patched" / package.top / source).is_file() for source in patched["sources"])
+
+
+@needs_prepared
+def test_the_upstream_files_split_into_parts_that_hold_each_instantiation_once_and_preprocess(tmp_path):
+    """Every part of a split upstream file holds its share of the explicit instantiations,
+    together each one once, and the rest of the file unchanged. Where nvcc is installed,
+    every part also preprocesses for sm_90 with torch's headers (a CPU wheel of torch lacks
+    the one header that CMake generates for c10's CUDA build; it is written here as a CUDA
+    build writes it, a single define)."""
+    parts = []
+    for package, directory in zip(gpu_sources.PACKAGES, gpu_sources.unpack(PREPARED, tmp_path / "build")):
+        for split in package.splits:
+            upstream = (directory / split.source).read_text()
+            paths = [directory / part for part in gpu_sources.part_paths(split)]
+            texts = [path.read_text() for path in paths]
+            held = [instantiations(text) for text in texts]
+            assert all(held) and sorted(sum(held, [])) == sorted(instantiations(upstream))
+            assert len(instantiations(upstream)) == split.instantiations == len(set(instantiations(upstream)))
+            for text in texts:
+                unchanged = [line for line in text.splitlines() if not line.startswith("// compiled in ")]
+                assert unchanged == [line for line in upstream.splitlines() if line in unchanged]
+                assert len(text.splitlines()) == len(upstream.splitlines())
+            parts += paths
+    if shutil.which("nvcc") is None:
+        pytest.skip("no nvcc here to preprocess the parts with")
+    from torch.utils.cpp_extension import include_paths
+
+    generated = tmp_path / "generated" / "c10" / "cuda" / "impl" / "cuda_cmake_macros.h"
+    generated.parent.mkdir(parents=True)
+    generated.write_text("#pragma once\n#define C10_CUDA_BUILD_SHARED_LIBS\n")
+    includes = [f"-I{path}" for path in (*include_paths(), generated.parents[3])]
+    for part in parts:
+        result = subprocess.run(
+            ["nvcc", "-E", "-std=c++17", "-arch=sm_90", *includes, str(part), "-o", os.devnull],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, f"{part.name}: {result.stderr[-2000:]}"
 
 
 def test_the_paper_estimate_sums_every_job_at_its_familys_speed():
@@ -470,7 +566,8 @@ def test_the_tests_step_fails_on_a_skip_for_want_of_cuda_and_not_on_one_for_want
             suite.remove(case)
     tree.write(report)
     result = cuda_skips(report)
-    assert (result.returncode, result.stdout.strip()) == (0, "0 test(s) skipped for want of CUDA or the kernels")
+    assert result.returncode == 0
+    assert result.stdout.strip() == "0 test(s) skipped for want of CUDA or the kernels"
 
 
 def raising(*args, **kwargs):

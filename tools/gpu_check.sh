@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The GPU check, one command on an NVIDIA Hopper GPU machine without network: builds the
-# CUDA kernels of causal-conv1d and mamba-ssm from their upstream sources for sm_90 only,
-# checks that the compiled modules import and that transformers binds them, runs the CUDA
+# CUDA kernels of causal-conv1d and mamba-ssm from their upstream sources for sm_90 only
+# (causal-conv1d's kernel files split into translation units that compile in parallel), checks that the compiled modules import and that transformers binds them, runs the CUDA
 # tests (both Mamba backends give the same numbers, the Conv1D identity on the kernel
 # path, the scans, and tests/test_cuda_smoke.py: training with validation, bf16 and a
 # resume on CUDA, the study's Mamba-2 dimensions on both backends, an erasure and
@@ -33,8 +33,8 @@
 # TRITON_CACHE_DIR Triton's cache (default .gpu/triton); a build and a Triton cache kept
 # from an earlier run on the same machine are reused (ninja recompiles nothing).
 # GPU_CHECK_TESTS (space-separated test files) replaces the tests step's selection.
-# GPU_CHECK_BUILD_LIMIT replaces the build step's limit (causal-conv1d's backward kernels took
-# longer than 330 s on the H200: benchmarks/README.md, section gpu_step.py, gpu_throughput.py).
+# GPU_CHECK_BUILD_LIMIT replaces the build step's limit, the least certain of the check's times
+# (docs/cost.md, section GPU check).
 #
 # The jobs' kernel settings (statelayers.runtime.KERNEL_ENVIRONMENT: MAMBA_DETERMINISTIC=1)
 # are exported here too, so that the test modules, which import transformers (and with it
@@ -185,7 +185,8 @@ no_kernels() {  # dry run: the import check runs to its end and finds no kernel 
 
 step machine machine
 
-# A copy of each upstream source with its setup.py patched for sm_90, and einops.
+# A copy of each upstream source with its setup.py patched for sm_90 and its dominating files
+# split (tools/gpu_sources.py), and einops.
 PACKAGES=()
 if step sources limited "$LIMIT_SOURCES" "$PYTHON" tools/gpu_sources.py unpack "$SOURCES" "$BUILD"; then
     while read -r line; do [[ -f $line/setup.py ]] && PACKAGES+=("$line"); done <"$OUT/sources.log"
@@ -193,7 +194,7 @@ else
     record build "FAILED (no sources)" 0
 fi
 
-# Both builds at once (10 + 4 compile jobs on 16 cores), each under the build limit; each
+# Both builds at once (10 + 21 translation units on 16 cores), each under the build limit; each
 # writes its exit status and seconds to $OUT/build-NAME.status.
 start=$SECONDS
 for dir in "${PACKAGES[@]}"; do

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Fill .gpu/sources (git-ignored) for tools/gpu_check.sh, on a machine with pip and a
 # package index; the GPU machine has neither. Copies the upstream source tarballs of
-# causal-conv1d and mamba-ssm from DIR, after checking that their setup.py takes the
-# sm_90 patch, and downloads the einops wheel that mamba-ssm imports. Copy the
-# repository with .gpu/sources to the GPU machine afterwards.
+# causal-conv1d and mamba-ssm from DIR, after checking that they take the build's patches
+# (sm_90 only, the dominating kernel files split), and downloads the einops wheel that
+# mamba-ssm imports. Copy the repository with .gpu/sources to the GPU machine afterwards.
 #
 # Usage: tools/gpu_prepare.sh DIR   (DIR: a directory holding the upstream source tarballs)
 set -euo pipefail
