@@ -106,9 +106,9 @@ def part_paths(split: Split) -> list[str]:
 def split_text(text: str, split: Split) -> list[str]:
     """The texts of ``split``'s parts made from ``text`` (the upstream file).
 
-    The instantiations are dealt out in turn, so each part gets a mix of the file's kinds
-    (causal-conv1d's channel-first and channel-last kernels); the lines of the others
-    become comments naming the part that compiles them.
+    The instantiations are dealt out in turn (with fewer parts than instantiations, each
+    part gets a mix of the file's kinds); in each part the lines of the others become
+    comments naming the part that compiles them.
     """
     lines = text.splitlines(keepends=True)
     at = [i for i, line in enumerate(lines) if INSTANTIATION.match(line)]
