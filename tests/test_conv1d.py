@@ -16,6 +16,7 @@ from statelayers.models.tagger import build_model, conv_layers, make_conv_identi
 from statelayers.report.conv1d import conv1d_summary, conv1d_table, holm, per_seed_differences
 from statelayers.training import parameter_groups
 from study_config import interval_config
+from conftest import CUDA_SKIP
 
 OPTIONS = {"mamba": {"state_size": 4}, "mamba2": {"state_size": 8, "head_dim": 8, "chunk_size": 4}}
 
@@ -55,7 +56,7 @@ def test_the_no_conv_variants_convolution_is_the_identity_on_every_path(
     from statelayers.models.causal_conv import causal_conv1d
 
     if backend == "cuda" and not (torch.cuda.is_available() and kernels_importable()):
-        pytest.skip("needs CUDA and mamba-ssm + causal-conv1d")
+        pytest.skip(f"{CUDA_SKIP} needs CUDA and mamba-ssm + causal-conv1d")
     if backend == "cuda" and mode == "train":
         pytest.skip("training runs a fused kernel with no separate convolution: tests/test_backends.py")
     device = "cuda" if backend == "cuda" else "cpu"
