@@ -33,7 +33,8 @@ from statelayers.report.readme import (
     results_document,
 )
 from statelayers.report.snakemake_log import complete_run
-from statelayers.settings import model_spec, sweep_blocks, train_settings
+from statelayers.settings import model_spec, train_settings
+from statelayers.sweep import sweep_blocks
 
 readme = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
 results_md = readme.parent / "docs" / "results.md"

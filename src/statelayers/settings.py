@@ -246,16 +246,5 @@ def run_scale(config: Mapping, pretrained: list[str], patching_tasks: list[str])
     return scale
 
 
-def __getattr__(name: str):
-    """``sweep_blocks`` lives in :mod:`statelayers.sweep` with the rest of the sweep's grid;
-    this lazy name keeps ``from statelayers.settings import sweep_blocks`` (tools/readme_results.py)
-    working without an import cycle."""
-    if name == "sweep_blocks":
-        from statelayers.sweep import sweep_blocks
-
-        return sweep_blocks
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'s' * (n != 1)}"

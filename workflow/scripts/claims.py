@@ -3,11 +3,11 @@ choices the verdicts hold (rules: statelayers.report.claims)."""
 
 import pandas as pd
 
-from statelayers import files, runtime
+from statelayers import console, files
 from statelayers.report.claims import Choices, check_claims, claims_markdown
 
 sm = snakemake  # noqa: F821
-runtime.start(sm.log[0])
+console.start_job(sm.log[0])
 tables = {name: pd.read_csv(path) for name, path in sm.input.items()}
 learnability = pd.DataFrame(sm.params.learnability) if sm.params.learnability else None
 choices = Choices(**sm.params.choices)
