@@ -96,6 +96,7 @@ def train_config(**changes):
         "log_every": 3,
         "grad_accumulation": 2,
         "precision": "bf16",
+        "curriculum": None,
     }
     return TrainConfig(**(settings | changes))
 
