@@ -30,14 +30,6 @@ with ``\\dot y_t`` the gradient of the pre-gate output. Gradients that sum over
 channels (``B``, ``C``) or over the batch (``A``, ``D``, ``delta_bias``) are written per
 work item and summed afterwards in a fixed order, so results are bit-identical run to
 run at any thread count.
-
-With ``signed`` (the signed-transition variants, :func:`statelayers.models.mamba_scan.transitions`)
-the decay is :math:`a_t = 2 e^{\\Delta_t A} - 1` and its slope in the backward pass
-:math:`\\partial a_t / \\partial(\\Delta_t A) = a_t + 1`; each loop that touches the
-decay has a signed twin beside it. The kernels take ``signed`` as ``None`` (default) or
-``True``: numba prunes a branch on ``is None`` at compile time, so the default
-specialisation compiles the very loops it compiled before the option existed (the same
-bits; a runtime boolean changes how LLVM vectorises the backward sums).
 """
 
 from __future__ import annotations
@@ -55,7 +47,7 @@ BLOCK = 64
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _forward(u, delta, A, B, C, D, z, bias, delta_softplus, gated, signed, out, last):
+def _forward(u, delta, A, B, C, D, z, bias, delta_softplus, gated, out, last):
     # Inner loops index 1-d views with the loop counter only: numba's negative-index
     # handling of computed indices (``lo + j``) would keep them from vectorising.
     batch, length, dim = u.shape
@@ -77,12 +69,6 @@ def _forward(u, delta, A, B, C, D, z, bias, delta_softplus, gated, signed, out, 
                 y[j] = D_[j] * u_t[j]
             for n in range(n_state):
                 b_n, c_n, h_n, A_n = B[b, t, n], C[b, t, n], h[n], A[n, lo:hi]
-                if signed is not None:
-                    for j in range(width):
-                        state = (2 * exp(dt[j] * A_n[j]) - 1) * h_n[j] + drive[j] * b_n
-                        h_n[j] = state
-                        y[j] += c_n * state
-                    continue
                 for j in range(width):
                     state = exp(dt[j] * A_n[j]) * h_n[j] + drive[j] * b_n
                     h_n[j] = state
@@ -99,7 +85,7 @@ def _forward(u, delta, A, B, C, D, z, bias, delta_softplus, gated, signed, out, 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
 def _backward(
-    u, delta, A, B, C, D, z, bias, delta_softplus, gated, signed, grad_out, grad_last,
+    u, delta, A, B, C, D, z, bias, delta_softplus, gated, grad_out, grad_last,
     grad_u, grad_delta, grad_z, grad_A, grad_B, grad_C, grad_D, scratch_states, scratch_decays,
 ):  # fmt: skip
     batch, length, dim = u.shape
@@ -126,14 +112,6 @@ def _backward(
             for n in range(n_state):
                 b_n, c_n, A_n = B[b, t, n], C[b, t, n], A[n, lo:hi]
                 h_prev, h_n, a_n = states[t, n], states[t + 1, n], decays[t, n]
-                if signed is not None:
-                    for j in range(width):
-                        decay = 2 * exp(dt[j] * A_n[j]) - 1
-                        state = decay * h_prev[j] + dt[j] * u_t[j] * b_n
-                        a_n[j] = decay
-                        h_n[j] = state
-                        y[j] += c_n * state
-                    continue
                 for j in range(width):
                     decay = exp(dt[j] * A_n[j])
                     state = decay * h_prev[j] + dt[j] * u_t[j] * b_n
@@ -165,26 +143,15 @@ def _backward(
                 b_n, c_n, A_n, g_n, grad_A_n = B[b, t, n], C[b, t, n], A[n, lo:hi], grad_state[n], grad_A_b[n]
                 h_prev, h_n, a_n = states[t, n], states[t + 1, n], decays[t, n]
                 sum_B = sum_C = zero(b_n)
-                if signed is not None:
-                    for j in range(width):
-                        g = g_n[j] + grad_y[j] * c_n
-                        grad_exponent = g * (a_n[j] + 1) * h_prev[j]
-                        sum_C += grad_y[j] * h_n[j]
-                        sum_B += g * dt[j] * u_t[j]
-                        grad_dt[j] += g * u_t[j] * b_n + grad_exponent * A_n[j]
-                        grad_u_t[j] += g * dt[j] * b_n
-                        grad_A_n[j] += grad_exponent * dt[j]
-                        g_n[j] = g * a_n[j]
-                else:
-                    for j in range(width):
-                        g = g_n[j] + grad_y[j] * c_n
-                        grad_exponent = g * a_n[j] * h_prev[j]
-                        sum_C += grad_y[j] * h_n[j]
-                        sum_B += g * dt[j] * u_t[j]
-                        grad_dt[j] += g * u_t[j] * b_n + grad_exponent * A_n[j]
-                        grad_u_t[j] += g * dt[j] * b_n
-                        grad_A_n[j] += grad_exponent * dt[j]
-                        g_n[j] = g * a_n[j]
+                for j in range(width):
+                    g = g_n[j] + grad_y[j] * c_n
+                    grad_exponent = g * a_n[j] * h_prev[j]
+                    sum_C += grad_y[j] * h_n[j]
+                    sum_B += g * dt[j] * u_t[j]
+                    grad_dt[j] += g * u_t[j] * b_n + grad_exponent * A_n[j]
+                    grad_u_t[j] += g * dt[j] * b_n
+                    grad_A_n[j] += grad_exponent * dt[j]
+                    g_n[j] = g * a_n[j]
                 grad_B[block, b, t, n] = sum_B
                 grad_C[block, b, t, n] = sum_C
             grad_u[b, t, lo:hi] = grad_u_t
@@ -224,16 +191,14 @@ class FusedSelectiveScan(torch.autograd.Function):
     """Autograd for the fused kernel; ``forward`` returns ``(out, last_state)``."""
 
     @staticmethod
-    def forward(ctx, u, delta, A, B, C, D, z, delta_bias, delta_softplus, signed):
+    def forward(ctx, u, delta, A, B, C, D, z, delta_bias, delta_softplus):
         arrays = _kernel_inputs(u, delta, A, B, C, D, z, delta_bias)
         batch, channels, length = u.shape
         out = u.new_empty(batch, length, channels)
         last = u.new_empty(batch, A.shape[1], channels)
         use_torch_threads()
-        signed = True if signed else None  # None: the default kernel (module docstring)
-        _forward(*_numpy(*arrays), bool(delta_softplus), z is not None, signed, *_numpy(out, last))
+        _forward(*_numpy(*arrays), bool(delta_softplus), z is not None, *_numpy(out, last))
         ctx.save_for_backward(*arrays)
-        ctx.signed = signed
         ctx.delta_softplus, ctx.present = (
             bool(delta_softplus),
             (D is not None, z is not None, delta_bias is not None),
@@ -268,7 +233,6 @@ class FusedSelectiveScan(torch.autograd.Function):
             *_numpy(*arrays),
             ctx.delta_softplus,
             gated,
-            ctx.signed,
             *_numpy(grad_out, grad_last, grad_u, grad_delta, grad_z, grad_A, grad_B, grad_C, grad_D),
             *_numpy(scratch_states, scratch_decays),
         )
@@ -281,7 +245,6 @@ class FusedSelectiveScan(torch.autograd.Function):
             grad_D.sum(0) if has_D else None,
             grad_z.transpose(1, 2) if gated else None,
             grad_delta.sum((0, 1)) if has_bias else None,
-            None,
             None,
         )
 
@@ -297,12 +260,10 @@ def selective_scan_fn(
     delta_bias: torch.Tensor | None = None,
     delta_softplus: bool = False,
     return_last_state: bool = False,
-    signed: bool = False,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """mamba-ssm's ``selective_scan_fn`` on CPU tensors of one floating dtype (float32 in
-    the workflow, float64 for ``gradcheck``); returns ``out`` or ``(out, last_state)``.
-    ``signed``: the decay ``2 exp(dt A) - 1`` of the signed-transition variants."""
+    the workflow, float64 for ``gradcheck``); returns ``out`` or ``(out, last_state)``."""
     if B.dim() != 3 or C.dim() != 3:
         raise ValueError("the fused CPU scan takes input-dependent B and C of shape (batch, n, length)")
-    out, last = FusedSelectiveScan.apply(u, delta, A, B, C, D, z, delta_bias, delta_softplus, signed)
+    out, last = FusedSelectiveScan.apply(u, delta, A, B, C, D, z, delta_bias, delta_softplus)
     return (out, last) if return_last_state else out
