@@ -13,8 +13,6 @@ from statelayers.report.readme import (
     END,
     START,
     behaviour_markdown,
-    config_overrides,
-    configured_point,
     deciding_subclaims,
     learnability_markdown,
     paper_budget_markdown,
@@ -26,6 +24,7 @@ from statelayers.report.readme import (
     verdict_markdown,
 )
 from statelayers.report.snakemake_log import complete_run
+from statelayers.sweep import config_overrides, configured_point
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -445,6 +444,14 @@ def test_tool_writes_the_verdicts_to_readme_and_the_full_run_to_docs_results(tmp
     (tmp_path / "results" / "robustness.csv").write_text(
         "finding,alternative,verdict,deciding,same\n7,L0 is the embedding,inconclusive,x,False\n"
     )
+    (tmp_path / "results" / "subclaims.csv").write_text(
+        "finding,reading,subclaim,group,decides,kind,bound,quantity,margin,room,interval,n,seeds,mean,ci_low,"
+        "ci_high,sd,status,reason,flip_confidence,fragile,seeds_to_decide,plain\n"
+        "7,decided,s3 loss,,True,greater,0.0,pp,1.0,90.0,95% Student t,3,3,12.6,10.1,15.1,1.0,supported,,0.999,"
+        "False,,loses\n"
+        "7,decided,dyck gap,,True,greater,0.0,pp,1.0,0.5,95% Student t,3,3,0.1,0.0,0.2,0.05,no room,room 0.5 < 2 x "
+        "margin,,False,,gap\n"
+    )
     (tables / "training.csv").write_text(
         "arch,task,seed,steps,reached,validation_token_accuracy,train_seconds,max_steps,target_accuracy,train_length\n"
         "lstm,parity,0,150,True,0.995,30.0,500,0.99,40\n"
@@ -475,6 +482,8 @@ def test_tool_writes_the_verdicts_to_readme_and_the_full_run_to_docs_results(tmp
     assert "| parity | LSTM | 0.900 [0.800, 1.000] |" in results  # sequence accuracy
     assert "| parity | LSTM | 0, 1 | 1.000, 0.999 | 1.000, 0.950 |" in results
     assert "| 7 | reproduced | **inconclusive** |" in results
+    assert "| 7 | s3 loss | 3 | +12.600 [+10.100, +15.100] | > +0.000 | 1 (pp) | 90 | supported | 99.9% |" in results
+    assert "| 7 | dyck gap | 3 | +0.100 [+0.000, +0.200] | > +0.000 | 1 (pp) | 0.5 | no room (room 0.5 < 2 x margin) |" in results
     assert "Hyper-parameter sweeps" not in results  # no sweep here
     (tmp_path / "results" / "claims.csv").write_text(claims.replace("m: +1 [+1 to +2]", ""))  # 7 not measured
     (tables / "sweep.csv").write_text(

@@ -26,7 +26,6 @@ import yaml
 
 from statelayers.report.learnability import budget_outcomes
 from statelayers.report.readme import (
-    configured_point,
     paper_budget_markdown,
     readme_block,
     replace_section,
@@ -34,7 +33,7 @@ from statelayers.report.readme import (
 )
 from statelayers.report.snakemake_log import complete_run
 from statelayers.settings import model_spec, train_settings
-from statelayers.sweep import sweep_blocks
+from statelayers.sweep import configured_point, sweep_blocks
 
 readme = Path(sys.argv[1] if len(sys.argv) > 1 else "README.md")
 results_md = readme.parent / "docs" / "results.md"
@@ -122,6 +121,8 @@ results_md.write_text(
         robustness=pd.read_csv(ROBUSTNESS) if ROBUSTNESS.exists() else None,
         behaviour=pd.read_csv("results/tables/behaviour.csv") if Path("results/tables/behaviour.csv").exists() else None,
         train_length=config["train_length"],
+        learned_accuracy=config["claims"]["learned_accuracy"],
+        subclaims=pd.read_csv("results/subclaims.csv") if Path("results/subclaims.csv").exists() else None,
         **common,
     )
 )

@@ -32,7 +32,8 @@ holds fixed: the same grid swept once per schedule, each in its own directory an
 config, joined by :func:`schedule_table` with a ``decay_fraction`` column and selected
 across schedules in the same order. A selected point that got every seed to the
 criterion also sets the pair's ``training.pair_budgets`` and ``decay_fraction``
-(:func:`selected_settings`).
+(:func:`selected_settings`). Where a config trains a pair away from its selected point,
+:func:`configured_point` and :func:`config_overrides` say so (docs/results.md marks it).
 """
 
 from __future__ import annotations
@@ -276,3 +277,96 @@ def selected_settings(table: pd.DataFrame, blocks: Mapping[str, Mapping[str, dic
             options[f"{base_arch(row.arch)}/{row.task}"] = block
     training = {"overrides": overrides} | ({"pair_budgets": budgets} if budgets else {})
     return {"training": training, "model": {"options": options}}
+
+
+def _true(value: object) -> bool:
+    """A table's boolean as written to CSV and read back (``True``, ``"True"``)."""
+    return str(value).strip().lower() == "true"
+
+
+def configured_point(options: dict, training: dict, blocks: dict[str, dict]) -> dict:
+    """The sweep coordinates at which a config trains one pair, from the pair's resolved
+    model options and training settings and its family's ``sweep.blocks``: the first block
+    whose every option the pair's options share (``None`` where none does), the start
+    token, the learning rate and the batch size."""
+    block = next(
+        (
+            name
+            for name, set_options in blocks.items()
+            if all(options.get(k) == v for k, v in set_options.items())
+        ),
+        None,
+    )
+    return {
+        "block": block,
+        "start_token": bool(options.get("start_token", False)),
+        "lr": float(training["lr"]),
+        "batch_size": int(training["batch_size"]),
+    }
+
+
+def _differs(row: pd.Series, point: dict, blocks: dict[str, dict]) -> dict[str, tuple]:
+    """Setting -> (the sweep's value, the config's) where they differ. A block name the
+    config's ``sweep.blocks`` does not know is not compared."""
+    found = {}
+    if row["block"] in blocks and point["block"] != row["block"]:
+        found["block"] = (row["block"], point["block"])
+    if bool(row["start_token"]) != point["start_token"]:
+        found["start_token"] = (bool(row["start_token"]), point["start_token"])
+    if abs(float(row["lr"]) - point["lr"]) > 1e-12 * max(1.0, point["lr"]):
+        found["lr"] = (float(row["lr"]), point["lr"])
+    if int(row["batch_size"]) != point["batch_size"]:
+        found["batch_size"] = (int(row["batch_size"]), point["batch_size"])
+    return found
+
+
+def _at_point(sweep: pd.DataFrame, arch: str, task: str, point: dict) -> pd.DataFrame:
+    rows = sweep[(sweep["arch"] == arch) & (sweep["task"] == task)]
+    same = (rows["start_token"].astype(bool) == point["start_token"]) & (
+        rows["batch_size"] == point["batch_size"]
+    )
+    same &= (rows["lr"].astype(float) - point["lr"]).abs() <= 1e-12 * max(1.0, point["lr"])
+    if point["block"] is not None:
+        same &= rows["block"] == point["block"]
+    return rows[same]
+
+
+def config_overrides(
+    sweeps: dict[str, pd.DataFrame],
+    configured: dict[tuple[str, str], dict],
+    blocks: dict[str, dict[str, dict]],
+) -> dict[str, list[dict]]:
+    """Per sweep table (name -> table), every selected point the config does not train:
+    ``configured`` maps (arch, task) to :func:`configured_point`, ``blocks`` an
+    architecture to its family's ``sweep.blocks``. Each entry: arch, task, ``differs``
+    (setting -> (selected, configured)), ``at_config`` (the table's row at the config's
+    point, or None) and ``selected_by`` (the other tables whose selected point for the
+    pair is the config's)."""
+    found: dict[str, list[dict]] = {}
+    for name, sweep in sweeps.items():
+        for _, row in sweep[sweep["selected"].map(_true)].iterrows():
+            key = (row["arch"], row["task"])
+            if key not in configured:
+                continue
+            point = configured[key]
+            differs = _differs(row, point, blocks.get(row["arch"], {}))
+            if not differs:
+                continue
+            at_config = _at_point(sweep, *key, point)
+            selected_by = [
+                other
+                for other, table in sweeps.items()
+                if other != name
+                and not (picked := _at_point(table, *key, point)).empty
+                and _true(picked["selected"].iloc[0])
+            ]
+            found.setdefault(name, []).append(
+                {
+                    "arch": key[0],
+                    "task": key[1],
+                    "differs": differs,
+                    "at_config": None if at_config.empty else at_config.iloc[0],
+                    "selected_by": selected_by,
+                }
+            )
+    return found

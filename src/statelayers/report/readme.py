@@ -12,7 +12,7 @@ from. Nothing in either is typed in by hand.
 A sweep table marks each pair's selected point in bold; where the config trains the
 pair at another point (``training.overrides`` or ``model.options``), the selected cell
 carries a dagger and a note under the table says what the config trains instead, what the
-sweep measured there and which other sweep selects it (:func:`config_overrides`).
+sweep measured there and which other sweep selects it (:func:`statelayers.sweep.config_overrides`).
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ import pandas as pd
 
 from statelayers.models.registry import ARCHS, display_name
 from statelayers.report.claims.engine import MARGINS, MIN_SEEDS
-from statelayers.report.claims.runs import LEARNED_ACCURACY
+from statelayers.report.claims.writer import subclaims_table
+from statelayers.report.learnability import STEPS_TO_95_ACCURACY
 from statelayers.report.stats import INTERVAL_KIND
-from statelayers.sweep import best_points, variant_names
+from statelayers.sweep import best_points, config_overrides, variant_names
 
 START, END = "<!-- verdicts:start -->", "<!-- verdicts:end -->"
 """The markers around README.md's generated block."""
 DAGGER = "†"
-"""Marks a selected sweep point that the config does not train (:func:`config_overrides`)."""
+"""Marks a selected sweep point that the config does not train (:func:`statelayers.sweep.config_overrides`)."""
 VARIANT_NAMES = {"noconv_trained": "trained without", "noconv_inference": "removed at inference"}
 
 
@@ -123,7 +124,7 @@ def learnability_markdown(table: pd.DataFrame) -> str:
     learned threshold and 0.99 (``never`` within the cap), the best validation accuracy,
     the run's step budget, its training time and the budget the study gives the pair."""
     lines = [
-        f"| task | architecture | steps to {LEARNED_ACCURACY} | steps to 0.99 | best validation accuracy "
+        f"| task | architecture | steps to {STEPS_TO_95_ACCURACY} | steps to 0.99 | best validation accuracy "
         "| steps at most | training time | study budget |",
         "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
@@ -224,7 +225,7 @@ def paper_budget_markdown(outcomes: pd.DataFrame, steps: int) -> str:
     for row in outcomes.itertuples():
         pair = f"{display_name(row.arch)} on {row.task}"
         if row.reached:
-            said.append(f"{pair} reaches validation {LEARNED_ACCURACY} at step {int(row.steps_to_95)}")
+            said.append(f"{pair} reaches validation {STEPS_TO_95_ACCURACY} at step {int(row.steps_to_95)}")
         else:
             said.append(
                 f"{pair} does not reach it (best validation accuracy {row.best_val_accuracy:.3f}, "
@@ -262,94 +263,6 @@ def _g(value: object) -> str:
     return f"{float(value):g}"
 
 
-def configured_point(options: dict, training: dict, blocks: dict[str, dict]) -> dict:
-    """The sweep coordinates at which a config trains one pair, from the pair's resolved
-    model options and training settings and its family's ``sweep.blocks``: the first block
-    whose every option the pair's options share (``None`` where none does), the start
-    token, the learning rate and the batch size."""
-    block = next(
-        (
-            name
-            for name, set_options in blocks.items()
-            if all(options.get(k) == v for k, v in set_options.items())
-        ),
-        None,
-    )
-    return {
-        "block": block,
-        "start_token": bool(options.get("start_token", False)),
-        "lr": float(training["lr"]),
-        "batch_size": int(training["batch_size"]),
-    }
-
-
-def _differs(row: pd.Series, point: dict, blocks: dict[str, dict]) -> dict[str, tuple]:
-    """Setting -> (the sweep's value, the config's) where they differ. A block name the
-    config's ``sweep.blocks`` does not know is not compared."""
-    found = {}
-    if row["block"] in blocks and point["block"] != row["block"]:
-        found["block"] = (row["block"], point["block"])
-    if bool(row["start_token"]) != point["start_token"]:
-        found["start_token"] = (bool(row["start_token"]), point["start_token"])
-    if abs(float(row["lr"]) - point["lr"]) > 1e-12 * max(1.0, point["lr"]):
-        found["lr"] = (float(row["lr"]), point["lr"])
-    if int(row["batch_size"]) != point["batch_size"]:
-        found["batch_size"] = (int(row["batch_size"]), point["batch_size"])
-    return found
-
-
-def _at_point(sweep: pd.DataFrame, arch: str, task: str, point: dict) -> pd.DataFrame:
-    rows = sweep[(sweep["arch"] == arch) & (sweep["task"] == task)]
-    same = (rows["start_token"].astype(bool) == point["start_token"]) & (
-        rows["batch_size"] == point["batch_size"]
-    )
-    same &= (rows["lr"].astype(float) - point["lr"]).abs() <= 1e-12 * max(1.0, point["lr"])
-    if point["block"] is not None:
-        same &= rows["block"] == point["block"]
-    return rows[same]
-
-
-def config_overrides(
-    sweeps: dict[str, pd.DataFrame],
-    configured: dict[tuple[str, str], dict],
-    blocks: dict[str, dict[str, dict]],
-) -> dict[str, list[dict]]:
-    """Per sweep table (name -> table), every selected point the config does not train:
-    ``configured`` maps (arch, task) to :func:`configured_point`, ``blocks`` an
-    architecture to its family's ``sweep.blocks``. Each entry: arch, task, ``differs``
-    (setting -> (selected, configured)), ``at_config`` (the table's row at the config's
-    point, or None) and ``selected_by`` (the other tables whose selected point for the
-    pair is the config's)."""
-    found: dict[str, list[dict]] = {}
-    for name, sweep in sweeps.items():
-        for _, row in sweep[sweep["selected"].map(_is_true)].iterrows():
-            key = (row["arch"], row["task"])
-            if key not in configured:
-                continue
-            point = configured[key]
-            differs = _differs(row, point, blocks.get(row["arch"], {}))
-            if not differs:
-                continue
-            at_config = _at_point(sweep, *key, point)
-            selected_by = [
-                other
-                for other, table in sweeps.items()
-                if other != name
-                and not (picked := _at_point(table, *key, point)).empty
-                and _is_true(picked["selected"].iloc[0])
-            ]
-            found.setdefault(name, []).append(
-                {
-                    "arch": key[0],
-                    "task": key[1],
-                    "differs": differs,
-                    "at_config": None if at_config.empty else at_config.iloc[0],
-                    "selected_by": selected_by,
-                }
-            )
-    return found
-
-
 def _setting_words(setting: str, value: object) -> str:
     if setting == "start_token":
         return "a start token" if value else "no start token"
@@ -361,7 +274,7 @@ def _setting_words(setting: str, value: object) -> str:
 
 
 def override_notes(overrides: list[dict], config_name: str) -> list[str]:
-    """A line per :func:`config_overrides` entry, under the sweep table it marks."""
+    """A line per :func:`statelayers.sweep.config_overrides` entry, under the sweep table it marks."""
     lines = []
     for entry in overrides:
         trained = ", ".join(_setting_words(k, v[1]) for k, v in entry["differs"].items())
@@ -472,15 +385,19 @@ def results_document(
     robustness: pd.DataFrame | None = None,
     behaviour: pd.DataFrame | None = None,
     train_length: int | None = None,
+    learned_accuracy: float | None = None,
+    subclaims: pd.DataFrame | None = None,
 ) -> str:
     """docs/results.md: the run's sections where ``claims`` is given (with its behaviour
     summary and training table; the verdicts under each alternative analysis choice where
     ``robustness`` is; each run's test accuracies at ``train_length`` where ``behaviour``,
-    the per-seed behaviour table, is; the Conv1D table where ``conv1d_summary`` is, the probe
+    the per-seed behaviour table, is; the learned gate ``learned_accuracy`` is
+    ``claims.learned_accuracy``; every decided sub-claim where ``subclaims``, the rows of
+    ``subclaims.csv``, is; the Conv1D table where ``conv1d_summary`` is, the probe
     figure, a path relative to docs/, where ``probe_figure`` is), then the budget each pair
     needs where ``learnability`` is (beside the paper's step budget ``paper_steps``) and
     each sweep table of ``sweeps`` (name -> table), marked where ``configured``
-    (:func:`configured_point` per pair of ``config_name``) differs from its selection."""
+    (:func:`statelayers.sweep.configured_point` per pair of ``config_name``) differs from its selection."""
     lines = [
         "# Results",
         "",
@@ -526,6 +443,17 @@ def results_document(
             "verdict, `results/subclaims.csv` every sub-claim's interval and room.",
             "",
         ]
+        if subclaims is not None:
+            lines += [
+                "## Sub-claims",
+                "",
+                "Every sub-claim of the decided analysis choices, deciding or reported beside the",
+                "verdict, with its interval over seeds (or architecture x seed units), margin and",
+                "room (`results/subclaims.csv` has every alternative's too):",
+                "",
+                *subclaims_table(subclaims),
+                "",
+            ]
         if robustness is not None and not robustness.empty:
             lines += [
                 "## The verdicts under the alternative analysis choices",
@@ -551,7 +479,7 @@ def results_document(
             "",
             "Steps used until two consecutive validation checks reached the target accuracy or",
             "until `max_steps`; the claims check counts a run as having learned its task when its",
-            f"test token accuracy at the training length is at least {LEARNED_ACCURACY}:",
+            f"test token accuracy at the training length is at least {learned_accuracy}:",
             "",
             training_markdown(_by_task(training), behaviour_summary),
             "",
@@ -593,7 +521,7 @@ def results_document(
             "run where that reached the criterion, else trained again with its settings",
             f"to at most `steps at most` ({', '.join(str(int(c)) for c in sorted(learnability['cap'].unique()))}"
             " here). A finding about a pair becomes answerable once",
-            f"the pair learns, at about its steps to {LEARNED_ACCURACY} (on validation here, on test accuracy in",
+            f"the pair learns, at about its steps to {STEPS_TO_95_ACCURACY} (on validation here, on test accuracy in",
             "the claims check); a finding needs its slowest pair"
             + (f"; `config/paper.yaml` trains up to {paper_steps:,} steps." if paper_steps else "."),
             "",

@@ -421,11 +421,8 @@ def pretrained_finding(
     probes: pd.DataFrame | None, erasures: pd.DataFrame | None, patching: pd.DataFrame | None
 ) -> Finding:
     """Finding 6 (dyck; units: fine-tuning seeds; probe-direction erasure at the training
-    length). Pythia-160M: the largest drop over the middle third of its blocks exceeds the
-    drop at its last block, and its best probe peak lies after its most necessary peak.
-    Mamba-130M: its last block is within 0.05 of its best probe accuracy, erasing the probe
-    directions there costs practically nothing, and patching its last block's input at the
-    middle half of the positions recovers >= 0.9 of the logit difference."""
+    length): Pythia-160M's bottleneck (:func:`_pythia_claims`) and Mamba-130M's spread
+    state (:func:`_mamba_claims`)."""
     finding = Finding(6)
     if probes is None or erasures is None:
         finding.missing = (
@@ -447,7 +444,15 @@ def pretrained_finding(
     def per_layer(frame: pd.DataFrame, arch: str, value: str) -> pd.DataFrame:
         return frame[frame["arch"] == arch].pivot_table(index="seed", columns="layer", values=value)
 
-    drop, accuracy = per_layer(erased, "pythia-160m", "drop"), per_layer(readable, "pythia-160m", "probe_accuracy")
+    pythia = per_layer(erased, "pythia-160m", "drop"), per_layer(readable, "pythia-160m", "probe_accuracy")
+    mamba = per_layer(erased, "mamba-130m", "drop"), per_layer(readable, "mamba-130m", "probe_accuracy")
+    finding.claims = [*_pythia_claims(*pythia), *_mamba_claims(*mamba, patching)]
+    return finding
+
+
+def _pythia_claims(drop: pd.DataFrame, accuracy: pd.DataFrame) -> list[SubClaim]:
+    """The largest drop over the middle third of the blocks exceeds the last block's, and
+    the best probe peak lies after the most necessary peak (per seed, blocks as columns)."""
     n_blocks = drop.columns.max()
     middle = [b for b in drop.columns if n_blocks / 3 <= b <= 2 * n_blocks / 3]
     whole = SubClaim(
@@ -457,7 +462,7 @@ def pretrained_finding(
         room=float(n_blocks),
     )
     whole.decides = False
-    finding.claims += [
+    return [
         SubClaim(
             "pythia-160m: middle-third max drop - last-block drop",
             drop[middle].max(axis=1) - drop[n_blocks],
@@ -473,9 +478,13 @@ def pretrained_finding(
         ),
         whole,
     ]
-    drop, accuracy = per_layer(erased, "mamba-130m", "drop"), per_layer(readable, "mamba-130m", "probe_accuracy")
+
+
+def _mamba_claims(drop: pd.DataFrame, accuracy: pd.DataFrame, patching: pd.DataFrame | None) -> list[SubClaim]:
+    """The last block is within 0.05 of the best probe accuracy, erasing the probe directions
+    there costs practically nothing, and patching its input recovers the logit gap."""
     n_blocks = accuracy.columns.max()
-    finding.claims += [
+    return [
         SubClaim(
             "mamba-130m: last-block probe accuracy - best + 0.05",
             accuracy[n_blocks] - accuracy.drop(columns=0).max(axis=1) + 0.05,
@@ -490,9 +499,8 @@ def pretrained_finding(
             kind="at_most",
             plain="erasing one direction of Mamba-130M's last layer costs practically nothing",
         ),
+        _recovery(patching, n_blocks),
     ]
-    finding.claims.append(_recovery(patching, n_blocks))
-    return finding
 
 
 def _recovery(patching: pd.DataFrame | None, n_blocks: int) -> SubClaim:

@@ -9,9 +9,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from statelayers.report.claims.engine import MIN_SEEDS
-
-LEARNED_ACCURACY = 0.95
-"""The validation accuracy the learnability tables' ``steps_to_95`` column counts steps to."""
+from statelayers.report.learnability import STEPS_TO_95_ACCURACY
 MIN_LEARNED_SEEDS = MIN_SEEDS
 """Learned seeds an architecture needs on a task for a sub-claim about it."""
 
@@ -66,7 +64,7 @@ class Learned:
 
     def steps_needed(self, arch: str, task: str) -> str:
         """What the learnability tables say this pair needs: the fewest steps at which a
-        seed-0 run reached :data:`LEARNED_ACCURACY` on validation, or that none did within the
+        seed-0 run reached :data:`~statelayers.report.learnability.STEPS_TO_95_ACCURACY` on validation, or that none did within the
         longest cap tried."""
         if self.learnability is None:
             return ""
@@ -75,7 +73,7 @@ class Learned:
             return ""
         reached = rows["steps_to_95"].dropna()
         if len(reached):
-            return f"it reached validation {LEARNED_ACCURACY} at step {int(reached.min())} of a seed-0 run"
+            return f"it reached validation {STEPS_TO_95_ACCURACY} at step {int(reached.min())} of a seed-0 run"
         longest = rows.loc[rows["cap"].idxmax()]
         return (
             f"it needs more than {int(longest['cap'])} steps (seed 0 reached "

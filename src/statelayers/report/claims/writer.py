@@ -10,6 +10,31 @@ from statelayers.report.claims.engine import FRAGILE_BAND, MARGINS, MIN_SEEDS, R
 from statelayers.report.stats import INTERVAL_KIND
 
 
+def subclaims_table(subclaims: pd.DataFrame) -> list[str]:
+    """The decided reading's sub-claims of ``subclaims.csv`` as markdown rows: interval,
+    claim, margin, room, status and where it would change."""
+    kind = subclaims["interval"].iloc[0] if len(subclaims) else INTERVAL_KIND
+    decided = subclaims[subclaims["reading"] == DECIDED].fillna({"reason": "", "seeds_to_decide": ""})
+    lines = [
+        f"| # | sub-claim | n | mean [{kind} CI] | claimed | margin | room | status | changes status at |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in decided.itertuples():
+        interval = f"{r.mean:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]" if pd.notna(r.mean) else ""
+        status = f"{r.status} ({r.reason})" if r.reason else r.status
+        if not r.decides:
+            status += ", reported only"
+        flip = f"{r.flip_confidence:.1%}" + (" **fragile**" if r.fragile else "") if pd.notna(r.flip_confidence) else ""
+        if r.seeds_to_decide:
+            flip += f"{'; ' if flip else ''}decided at {r.seeds_to_decide} (planning figure)"
+        room = f"{r.room:.3g}" if pd.notna(r.room) else ""
+        lines.append(
+            f"| {r.finding} | {r.subclaim} | {r.n} | {interval} | {SIGNS[r.kind]} {r.bound:+.3f} "
+            f"| {r.margin:g} ({r.quantity}) | {room} | {status} | {flip} |"
+        )
+    return lines
+
+
 def claims_markdown(check: ClaimsCheck, train_length: int, learned_accuracy: float | None) -> str:
     """The claims table (fragile verdicts marked), what each verdict rests on, every
     sub-claim with its interval, margin, room, n and distance from changing status, the
@@ -26,28 +51,8 @@ def claims_markdown(check: ClaimsCheck, train_length: int, learned_accuracy: flo
         f"| {r.deciding} | {r.reason} | {r.rests_on} | {r.paper} |"
         for r in claims.itertuples()
     ]
+    subclaims = subclaims_table(check.subclaims)
     kind = check.subclaims["interval"].iloc[0] if len(check.subclaims) else INTERVAL_KIND
-    subclaims = [
-        f"| # | sub-claim | n | mean [{kind} CI] | claimed | margin | room | status | changes status at |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in check.subclaims[check.subclaims["reading"] == DECIDED].itertuples():
-        interval = f"{r.mean:+.3f} [{r.ci_low:+.3f}, {r.ci_high:+.3f}]" if pd.notna(r.mean) else ""
-        claimed = f"{SIGNS[r.kind]} {r.bound:+.3f}"
-        status = f"{r.status} ({r.reason})" if r.reason else r.status
-        if not r.decides:
-            status += ", reported only"
-        flip = (
-            f"{r.flip_confidence:.1%}" + (" **fragile**" if r.fragile else "")
-            if pd.notna(r.flip_confidence)
-            else ""
-        )
-        if r.seeds_to_decide:
-            flip += f"{'; ' if flip else ''}decided at {r.seeds_to_decide} (planning figure)"
-        subclaims.append(
-            f"| {r.finding} | {r.subclaim} | {r.n} | {interval} | {claimed} "
-            f"| {r.margin:g} ({r.quantity}) | {r.room:.3g} | {status} | {flip} |"
-        )
     robustness = ["| # | alternative | verdict | deciding | same |", "|---|---|---|---|---|"]
     robustness += [
         f"| {r.finding} | {r.alternative} | {r.verdict} | {r.deciding} | {'yes' if r.same else '**no**'} |"
