@@ -12,7 +12,9 @@ of the given architectures on s3 it writes
   probe-split states (config.yaml's ``probes`` settings) for the whole label, its sign
   and its rotation, each with its majority baseline.
 
-    python benchmarks/s3_structure.py RESULTS OUT [--archs transformer mamba mamba2]
+    python benchmarks/s3_structure.py RESULTS OUT [--archs transformer mamba mamba2] [--probe-seeds 0]
+
+(``--probe-seeds``: the seeds whose layers are probed; every seed's errors are split.)
 """
 
 import argparse
@@ -77,13 +79,15 @@ def main() -> None:
     parser.add_argument("results", type=Path)
     parser.add_argument("out", type=Path, help="prefix: writes OUT_errors.csv and OUT_probes.csv")
     parser.add_argument("--archs", nargs="+", default=["transformer", "mamba", "mamba2"])
+    parser.add_argument("--probe-seeds", type=int, nargs="+", help="probe only these seeds (default: all)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     error_rows, probe_rows = [], []
     for arch in args.archs:
         for seed, run in run_dirs(args.results, arch):
             error_rows += errors(args.results, arch, seed, run)
-            probe_rows += probes(args.results, arch, seed)
+            if args.probe_seeds is None or seed in args.probe_seeds:
+                probe_rows += probes(args.results, arch, seed)
             print(arch, seed, "done", flush=True)
     files.write_csv(pd.DataFrame(error_rows), f"{args.out}_errors.csv")
     files.write_csv(pd.DataFrame(probe_rows), f"{args.out}_probes.csv")
