@@ -252,10 +252,11 @@ def test_a_gradual_rise_is_told_apart_from_a_late_jump():
     check = study(probes=probes_table(profile))
     verdict = rows(check.verdicts).loc[2]
     assert verdict["verdict"] == "not reproduced"
-    assert verdict["deciding"].split("; ")[:2] == [
-        "parity lstm 95 % crossing - last block",
-        "s3 lstm 95 % crossing - last block",
-    ] or "parity lstm 95 % crossing - last block" in verdict["deciding"]
+    assert set(verdict["deciding"].split("; ")) == {
+        f"{task} lstm {what}"
+        for task in ("parity", "s3")
+        for what in ("95 % crossing - last block", "- transformer late concentration")
+    }
     assert decided_rows(check, 2).loc["parity mamba 95 % crossing - last block", "status"] == "supported"
 
 

@@ -69,11 +69,13 @@ def _gated_findings(
     train_length: int,
     choices: Choices,
     learnability: pd.DataFrame | None,
+    probe_counts: pd.DataFrame,
 ) -> tuple[list[Finding], pd.DataFrame]:
-    """Findings 1-5 under ``choices``, and the runs table they gated on."""
+    """Findings 1-5 under ``choices``, and the runs table they gated on; ``probe_counts`` is
+    :func:`~statelayers.report.claims.runs.unconverged_probes` of ``probes``."""
     runs = learned_runs(behaviour, train_length, choices.learned_accuracy)
     converged = runs.merge(
-        unconverged_probes(probes)[["arch", "task", "seed", "labels_converged"]],
+        probe_counts[["arch", "task", "seed", "labels_converged"]],
         on=["arch", "task", "seed"],
         how="left",
     ).fillna({"labels_converged": True})
@@ -107,7 +109,8 @@ def check_claims(
     ``benchmarks/learnability*.csv``) what an untested pair needs.
     """
     tables = (behaviour, probes, erasures, readability, train_length)
-    findings, converged = _gated_findings(*tables, choices, learnability)
+    probe_counts = unconverged_probes(probes)
+    findings, converged = _gated_findings(*tables, choices, learnability, probe_counts)
     findings += [
         pretrained_finding(pretrained_probes, pretrained_erasures, patching),
         conv1d_finding(conv1d, train_length, choices.learned_accuracy),
@@ -118,7 +121,7 @@ def check_claims(
     robustness = []
     for name, change in (alternatives or {}).items():
         alternative = replace(choices, **change)
-        for f in _gated_findings(*tables, alternative, learnability)[0]:
+        for f in _gated_findings(*tables, alternative, learnability, probe_counts)[0]:
             verdict = f.verdict(alternative.interval)
             same = verdict["verdict"] == decided[f.number]["verdict"]
             robustness.append(
@@ -142,7 +145,7 @@ def check_claims(
         columns=CLAIM_COLUMNS,
     )
     subclaims = pd.DataFrame(rows, columns=[*SUBCLAIM_COLUMNS, "text"]).drop(columns="text")
-    counts = unconverged_probes(probes)[["arch", "task", "seed", "unconverged"]]
+    counts = probe_counts[["arch", "task", "seed", "unconverged"]]
     runs = converged.merge(counts, on=["arch", "task", "seed"], how="left").fillna({"unconverged": 0})
     return ClaimsCheck(verdicts, runs, subclaims, robustness)
 

@@ -249,10 +249,6 @@ class SubClaim:
             row["seeds_to_decide"] = ""
         return row | {"status": status, "text": text, "reason": ""}
 
-    def status(self, config: IntervalConfig) -> tuple[str, str]:
-        result = self.evaluate(config)
-        return result["status"], result["text"]
-
 
 def planning(seeds: int | None) -> str:
     """The planning figure's words (:func:`statelayers.report.stats.seeds_to_decide`)."""
