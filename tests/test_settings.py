@@ -92,7 +92,7 @@ def test_an_architecture_trains_with_its_familys_then_its_own_overrides():
 
 
 def test_a_pretrained_model_erases_on_its_own_number_of_sequences():
-    assert settings.erasure_settings(CONFIG, pretrained=False)["sequences"] == 12
+    assert settings.erasure_settings(CONFIG, pretrained=False)["sequences"] == CONFIG["erasures"]["sequences"]
     assert settings.erasure_settings(CONFIG, pretrained=True)["sequences"] == 32
     assert "eval_lengths" not in settings.erasure_settings(CONFIG, pretrained=False)
 
