@@ -582,8 +582,11 @@ def test_conv1d_finding_follows_the_no_conv_comparison():
     assert verdict({"s3": -5.0, "parity": -5.0, "dyck": -5.0})["verdict"] == "not reproduced"
     assert verdict({"s3": 3.0, "parity": 6.8, "dyck": 15.0})["verdict"] == "not reproduced"
     unlearned = verdict({"s3": 12.6, "parity": 6.8, "dyck": -4.0}, accuracy=0.6)
-    assert "Mamba did not learn s3" in unlearned["measured"]
-    assert "measured between models that did not learn it" in unlearned["measured"]
+    assert unlearned["verdict"] == "reproduced"
+    for column in ("reason", "measured"):
+        assert "Mamba did not learn s3" in unlearned[column]
+        assert "measured between models that did not learn it" in unlearned[column]
+    assert "did not learn" not in verdict({"s3": 12.6, "parity": 6.8, "dyck": -4.0}, accuracy=0.97)["reason"]
     missing = finding(7, conv1d=None)
     assert missing["verdict"] == "inconclusive" and "mamba_noconv" in missing["reason"]
 

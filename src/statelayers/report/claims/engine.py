@@ -360,6 +360,9 @@ class Finding:
             elif unresolved:
                 said.append("intervals do not clear the margin: " + "; ".join(_unresolved(r) for r in unresolved))
             reason = ". ".join(said)
+        notes = list(dict.fromkeys(claim.note for claim in claims if claim.note))
+        if notes:  # e.g. runs left out of a pool, or an effect measured between unlearned models
+            reason += ". " + "; ".join(notes)
         parts = _by_group(claims, results) if verdict != "reproduced" else ""
         if parts:
             reason += f". {parts}"
