@@ -33,9 +33,7 @@ CONFIG = yaml.safe_load((Path(__file__).parents[1] / "config" / "config.yaml").r
 def measure(results: Path, arch: str, task: str, seed: int, sequences: int) -> dict:
     settings = erasure_settings(CONFIG, pretrained=False)
     settings.pop("sequences")
-    config = ErasureConfig(
-        **{**settings, "pca_k": tuple(settings["pca_k"]), "refit_methods": tuple(settings["refit_methods"])}
-    )
+    config = ErasureConfig.from_settings(settings)
     training = CONFIG["training"]
     mamba = {"backend": training["mamba_backend"], "scan": training["mamba_scan"]} if base_arch(arch) in SSM else None
     run = results / "models" / arch / task / f"seed{seed}"

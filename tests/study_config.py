@@ -1,7 +1,7 @@
 """config/config.yaml as the tests read it (the one source of the study's settings), and
 variants of it that no job could run."""
 
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 import yaml
@@ -24,8 +24,7 @@ def erasure_config(**changes) -> ErasureConfig:
     an ErasureConfig, with ``changes``."""
     data = ("eval_lengths", "sequences")
     settings = {key: value for key, value in CONFIG["erasures"].items() if key not in data}
-    settings |= {"pca_k": tuple(settings["pca_k"]), "refit_methods": tuple(settings["refit_methods"])}
-    return ErasureConfig(**settings | changes)
+    return replace(ErasureConfig.from_settings(settings), **changes)
 
 
 def interval_config() -> IntervalConfig:

@@ -17,9 +17,7 @@ test_data = {
     length: to_arrays(files.read_parquet(path).head(sequences))
     for length, path in runtime.length_inputs(sm.input).items()
 }
-config = ErasureConfig(
-    **{**settings, "pca_k": tuple(settings["pca_k"]), "refit_methods": tuple(settings["refit_methods"])}
-)
+config = ErasureConfig.from_settings(settings)
 rows = erasure_rows(
     model, sm.input.probe, test_data, config, ProbeConfig(**sm.params.probe), run_seed=int(sm.wildcards.seed)
 )

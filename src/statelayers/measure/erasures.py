@@ -149,6 +149,12 @@ class ErasureConfig:
     is NaN. Each re-fit is a logistic regression, most of an erasures job's time."""
     seed: int
 
+    @classmethod
+    def from_settings(cls, settings: dict) -> ErasureConfig:
+        """From a run's erasure settings (YAML lists), less the keys that choose the data."""
+        tuples = {"pca_k": tuple(settings["pca_k"]), "refit_methods": tuple(settings["refit_methods"])}
+        return cls(**settings | tuples)
+
 
 def sequence_subsample(groups: np.ndarray, max_tokens: int, seed: int) -> np.ndarray:
     """Indices of whole sequences, in random order of sequence, totalling at most ``max_tokens``.
