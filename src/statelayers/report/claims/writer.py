@@ -10,10 +10,15 @@ from statelayers.report.claims.engine import FRAGILE_BAND, MARGINS, MIN_SEEDS, R
 from statelayers.report.stats import INTERVAL_KIND
 
 
+def _interval_kind(subclaims: pd.DataFrame) -> str:
+    """The interval the sub-claims were decided with (the configured kind when there are none)."""
+    return subclaims["interval"].iloc[0] if len(subclaims) else INTERVAL_KIND
+
+
 def subclaims_table(subclaims: pd.DataFrame) -> list[str]:
     """The decided reading's sub-claims of ``subclaims.csv`` as markdown rows: interval,
     claim, margin, room, status and where it would change."""
-    kind = subclaims["interval"].iloc[0] if len(subclaims) else INTERVAL_KIND
+    kind = _interval_kind(subclaims)
     decided = subclaims[subclaims["reading"] == DECIDED].fillna({"reason": "", "seeds_to_decide": ""})
     lines = [
         f"| # | sub-claim | n | mean [{kind} CI] | claimed | margin | room | status | changes status at |",
@@ -52,7 +57,7 @@ def claims_markdown(check: ClaimsCheck, train_length: int, learned_accuracy: flo
         for r in claims.itertuples()
     ]
     subclaims = subclaims_table(check.subclaims)
-    kind = check.subclaims["interval"].iloc[0] if len(check.subclaims) else INTERVAL_KIND
+    kind = _interval_kind(check.subclaims)
     robustness = ["| # | alternative | verdict | deciding | same |", "|---|---|---|---|---|"]
     robustness += [
         f"| {r.finding} | {r.alternative} | {r.verdict} | {r.deciding} | {'yes' if r.same else '**no**'} |"
