@@ -57,6 +57,10 @@ def pytorch_signed(u, delta, A, B, C, D, z, delta_bias):
     return torch_selective_scan(u, delta, A, B, C, D, z, delta_bias, True, signed=True)
 
 
+def kernel_signed(u, delta, A, B, C, D, z, delta_bias):
+    return selective_scan_fn(u, delta, A, B, C, D, z, delta_bias, True, return_last_state=True, signed=True)
+
+
 def values_and_gradients(fn, inputs):
     leaves = {k: v.clone().requires_grad_() for k, v in inputs.items()}
     y, last = fn(**leaves)
@@ -75,8 +79,21 @@ def assert_equals_slow_loop(fast, slow, inputs):
         torch.testing.assert_close(grads[key], grads_ref[key], msg=key)
 
 
-def test_the_signed_mamba_scan_equals_the_slow_loop_forward_and_backward():
-    assert_equals_slow_loop(pytorch_signed, slow_mamba, mamba_inputs())
+@pytest.mark.parametrize("scan", [pytorch_signed, kernel_signed], ids=["pytorch", "kernel"])
+def test_the_signed_mamba_scan_equals_the_slow_loop_forward_and_backward(scan):
+    assert_equals_slow_loop(scan, slow_mamba, mamba_inputs())
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_the_signed_mamba_kernel_equals_the_slow_loop_across_channel_blocks_and_threads(threads):
+    """65 channels: two of the kernel's channel blocks, one of them partial."""
+    torch.set_num_threads(threads)
+    assert_equals_slow_loop(kernel_signed, slow_mamba, mamba_inputs(batch=3, d_inner=65, length=11, state=5))
+
+
+def test_the_signed_mamba_kernel_passes_gradcheck():
+    inputs = [v.requires_grad_() for v in mamba_inputs(length=5).values()]
+    assert torch.autograd.gradcheck(kernel_signed, inputs)
 
 
 def test_the_signed_mamba_scan_passes_gradcheck():

@@ -48,8 +48,9 @@ et al., "Unlocking State-Tracking in Linear RNNs Through Negative Eigenvalues"):
     a_t = 2\\exp(\\Delta_t A) - 1 \\in (-1, 1],
 
 so a diagonal state can flip its sign at every step, which parity needs and which a decay
-in ``(0, 1]`` never does. Mamba-1 then runs the PyTorch scan, :class:`SelectiveScan`, with the slope
-:math:`\\partial a_t / \\partial(\\Delta_t A) = a_t + 1` in its backward pass; Mamba-2
+in ``(0, 1]`` never does. Mamba-1 then runs the compiled kernel with the signed decay on CPU
+and the PyTorch scan, :class:`SelectiveScan`, elsewhere, both with the slope
+:math:`\\partial a_t / \\partial(\\Delta_t A) = a_t + 1` in their backward passes; Mamba-2
 runs :func:`signed_chunk_scan`, whose products of decays are cumulative products, because
 SSD's sums of log-decays have no logarithm of a negative decay. Outside that context
 (every other architecture) nothing in the default paths changes.
@@ -187,16 +188,18 @@ def selective_scan(
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """transformers' ``mamba_selective_scan`` signature; float32 throughout, also under
     bf16 autocast (both backward passes are float32), with signed transitions inside
-    :func:`transitions`. Signed transitions run the PyTorch scan: the compiled kernel
-    keeps the default decay only, so that no option slows the study's models."""
+    :func:`transitions`: the compiled kernel runs either decay on CPU, the PyTorch scan
+    elsewhere."""
     dtype = hidden_states.dtype
     signed = _SIGNED.get()
     with torch.autocast(hidden_states.device.type, enabled=False):
         inputs = [None if t is None else t.float() for t in (hidden_states, dt, A, B, C, D, z, delta_bias)]
-        if runs_cpu_kernels(hidden_states) and not signed:
+        if runs_cpu_kernels(hidden_states):
             from statelayers.models.kernels.selective_scan import selective_scan_fn
 
-            y, last_state = selective_scan_fn(*inputs, delta_softplus=delta_softplus, return_last_state=True)
+            y, last_state = selective_scan_fn(
+                *inputs, delta_softplus=delta_softplus, return_last_state=True, signed=signed
+            )
         else:
             y, last_state = torch_selective_scan(*inputs, delta_softplus=delta_softplus, signed=signed)
     y = y.to(dtype)

@@ -12,6 +12,12 @@ with ``u, delta, z: (batch, d, length)``, ``A: (d, n)``, ``B, C: (batch, n, leng
 ``D, delta_bias: (d,)`` and ``h_{-1} = 0``. Softplus, bias, the ``D`` skip and the
 gate run inside the kernel, as in the CUDA kernel.
 
+With ``signed`` the decay :math:`e^{\\Delta_t A}` becomes :math:`2 e^{\\Delta_t A} - 1`
+(signed transitions, :mod:`statelayers.models.mamba_scan`). Both are
+:math:`a_t = \\gamma e^{\\Delta_t A} - o`, with :math:`(\\gamma, o) = (1, 0)` or :math:`(2, 1)`
+passed as scalars of the inputs' dtype, so one compiled loop serves both and the default
+stays exact (:math:`e \\cdot 1 - 0 = e`).
+
 Layout: the kernel walks time in the outer loop and vectorises over a block of
 ``BLOCK`` channels, keeping the block's ``(n, BLOCK)`` state in cache, so the
 exponentials (:mod:`statelayers.models.kernels.elementwise`) and multiply-adds run as
@@ -23,10 +29,11 @@ decays (``length x n x BLOCK`` floats each, in cache), then runs the reverse
 recurrence of the state gradient :math:`g_t = \\partial L/\\partial h_t`:
 
 .. math::
-    g_t = \\dot y_t C_t + g_{t+1} \\odot e^{\\Delta_{t+1} A},\\qquad
-    \\partial \\Delta_t = \\textstyle\\sum_n g_t \\odot (u_t B_t + A\\, e^{\\Delta_t A} h_{t-1}),
+    g_t = \\dot y_t C_t + g_{t+1} \\odot a_{t+1},\\qquad
+    \\partial \\Delta_t = \\textstyle\\sum_n g_t \\odot (u_t B_t + A\\, (a_t + o)\\, h_{t-1}),
 
-with ``\\dot y_t`` the gradient of the pre-gate output. Gradients that sum over
+with ``\\dot y_t`` the gradient of the pre-gate output and :math:`a_t + o = \\gamma e^{\\Delta_t A}`
+the decay's slope in :math:`\\Delta_t A`. Gradients that sum over
 channels (``B``, ``C``) or over the batch (``A``, ``D``, ``delta_bias``) are written per
 work item and summed afterwards in a fixed order, so results are bit-identical run to
 run at any thread count.
@@ -47,7 +54,7 @@ BLOCK = 64
 
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
-def _forward(u, delta, A, B, C, D, z, bias, delta_softplus, gated, out, last):
+def _forward(u, delta, A, B, C, D, z, bias, delta_softplus, gated, gain, offset, out, last):
     # Inner loops index 1-d views with the loop counter only: numba's negative-index
     # handling of computed indices (``lo + j``) would keep them from vectorising.
     batch, length, dim = u.shape
@@ -70,7 +77,7 @@ def _forward(u, delta, A, B, C, D, z, bias, delta_softplus, gated, out, last):
             for n in range(n_state):
                 b_n, c_n, h_n, A_n = B[b, t, n], C[b, t, n], h[n], A[n, lo:hi]
                 for j in range(width):
-                    state = exp(dt[j] * A_n[j]) * h_n[j] + drive[j] * b_n
+                    state = (gain * exp(dt[j] * A_n[j]) - offset) * h_n[j] + drive[j] * b_n
                     h_n[j] = state
                     y[j] += c_n * state
             out_t = out[b, t, lo:hi]
@@ -85,7 +92,7 @@ def _forward(u, delta, A, B, C, D, z, bias, delta_softplus, gated, out, last):
 
 @njit(parallel=True, fastmath=FASTMATH, cache=True)
 def _backward(
-    u, delta, A, B, C, D, z, bias, delta_softplus, gated, grad_out, grad_last,
+    u, delta, A, B, C, D, z, bias, delta_softplus, gated, gain, offset, grad_out, grad_last,
     grad_u, grad_delta, grad_z, grad_A, grad_B, grad_C, grad_D, scratch_states, scratch_decays,
 ):  # fmt: skip
     batch, length, dim = u.shape
@@ -113,7 +120,7 @@ def _backward(
                 b_n, c_n, A_n = B[b, t, n], C[b, t, n], A[n, lo:hi]
                 h_prev, h_n, a_n = states[t, n], states[t + 1, n], decays[t, n]
                 for j in range(width):
-                    decay = exp(dt[j] * A_n[j])
+                    decay = gain * exp(dt[j] * A_n[j]) - offset
                     state = decay * h_prev[j] + dt[j] * u_t[j] * b_n
                     a_n[j] = decay
                     h_n[j] = state
@@ -145,7 +152,7 @@ def _backward(
                 sum_B = sum_C = zero(b_n)
                 for j in range(width):
                     g = g_n[j] + grad_y[j] * c_n
-                    grad_exponent = g * a_n[j] * h_prev[j]
+                    grad_exponent = g * (a_n[j] + offset) * h_prev[j]
                     sum_C += grad_y[j] * h_n[j]
                     sum_B += g * dt[j] * u_t[j]
                     grad_dt[j] += g * u_t[j] * b_n + grad_exponent * A_n[j]
@@ -187,18 +194,27 @@ def _numpy(*tensors: torch.Tensor) -> tuple[np.ndarray, ...]:
     return tuple(t.numpy() for t in tensors)
 
 
+def _decay_form(u: torch.Tensor, signed: bool) -> tuple[np.generic, np.generic]:
+    """``(gain, offset)`` of the decay ``gain exp(dt A) - offset``, in ``u``'s dtype: a
+    Python float would promote the float32 loops to float64."""
+    scalar = u.numpy().dtype.type
+    return (scalar(2), scalar(1)) if signed else (scalar(1), scalar(0))
+
+
 class FusedSelectiveScan(torch.autograd.Function):
     """Autograd for the fused kernel; ``forward`` returns ``(out, last_state)``."""
 
     @staticmethod
-    def forward(ctx, u, delta, A, B, C, D, z, delta_bias, delta_softplus):
+    def forward(ctx, u, delta, A, B, C, D, z, delta_bias, delta_softplus, signed):
         arrays = _kernel_inputs(u, delta, A, B, C, D, z, delta_bias)
         batch, channels, length = u.shape
         out = u.new_empty(batch, length, channels)
         last = u.new_empty(batch, A.shape[1], channels)
         use_torch_threads()
-        _forward(*_numpy(*arrays), bool(delta_softplus), z is not None, *_numpy(out, last))
+        form = _decay_form(arrays[0], signed)
+        _forward(*_numpy(*arrays), bool(delta_softplus), z is not None, *form, *_numpy(out, last))
         ctx.save_for_backward(*arrays)
+        ctx.form = form
         ctx.delta_softplus, ctx.present = (
             bool(delta_softplus),
             (D is not None, z is not None, delta_bias is not None),
@@ -233,6 +249,7 @@ class FusedSelectiveScan(torch.autograd.Function):
             *_numpy(*arrays),
             ctx.delta_softplus,
             gated,
+            *ctx.form,
             *_numpy(grad_out, grad_last, grad_u, grad_delta, grad_z, grad_A, grad_B, grad_C, grad_D),
             *_numpy(scratch_states, scratch_decays),
         )
@@ -245,6 +262,7 @@ class FusedSelectiveScan(torch.autograd.Function):
             grad_D.sum(0) if has_D else None,
             grad_z.transpose(1, 2) if gated else None,
             grad_delta.sum((0, 1)) if has_bias else None,
+            None,
             None,
         )
 
@@ -260,10 +278,12 @@ def selective_scan_fn(
     delta_bias: torch.Tensor | None = None,
     delta_softplus: bool = False,
     return_last_state: bool = False,
+    signed: bool = False,
 ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """mamba-ssm's ``selective_scan_fn`` on CPU tensors of one floating dtype (float32 in
-    the workflow, float64 for ``gradcheck``); returns ``out`` or ``(out, last_state)``."""
+    the workflow, float64 for ``gradcheck``), with the signed decay if ``signed``; returns
+    ``out`` or ``(out, last_state)``."""
     if B.dim() != 3 or C.dim() != 3:
         raise ValueError("the fused CPU scan takes input-dependent B and C of shape (batch, n, length)")
-    out, last = FusedSelectiveScan.apply(u, delta, A, B, C, D, z, delta_bias, delta_softplus)
+    out, last = FusedSelectiveScan.apply(u, delta, A, B, C, D, z, delta_bias, delta_softplus, signed)
     return (out, last) if return_last_state else out
