@@ -747,3 +747,37 @@ def test_a_run_whose_label_probes_did_not_converge_is_left_out_of_the_profiles_a
     assert rows(check.verdicts).loc[1, "verdict"] == "reproduced"  # behaviour does not read probes
     markdown = claims_markdown(check, TRAIN_LENGTH, GATE)
     assert "| mamba | dyck | 6 of 6 | " in markdown and "| 0, 1, 1, 1, 1, 1 |" in markdown
+
+
+def with_runs_of(table, source, arch, as_arch):
+    """``table`` plus ``source``'s runs of ``arch``, relabelled ``as_arch``."""
+    return pd.concat([table, source[source["arch"] == arch].assign(arch=as_arch)], ignore_index=True)
+
+
+def test_a_signed_variant_decides_findings_2_and_4_in_its_family_s_place_and_never_the_default_verdicts():
+    """mamba_signed's S3 profile follows Dyck where Mamba's follows parity: the extension's
+    verdicts are those of a run whose Mamba had the variant's profiles, and the default
+    verdicts are those of the run without the variant."""
+    like_dyck = probes_table(lambda a, t: study_profile(a, "dyck" if t == "s3" else t))
+    behaviour, probes = behaviour_table(paper_accuracy), probes_table(study_profile)
+    erasures, readability = erasure_tables(0.4)
+    tables = {"erasures": erasures, "readability": readability}
+    without = study()
+    assert without.extension.empty
+    check = study(
+        behaviour=with_runs_of(behaviour, behaviour, "mamba", "mamba_signed"),
+        probes=with_runs_of(probes, like_dyck, "mamba", "mamba_signed"),
+    )
+    pd.testing.assert_frame_equal(check.verdicts, without.verdicts)
+    replaced = study(probes=pd.concat([probes[probes["arch"] != "mamba"], like_dyck[like_dyck["arch"] == "mamba"]]),
+                     **tables)  # fmt: skip
+    extension = check.extension.set_index("finding")
+    assert list(extension.index) == [2, 4] and set(extension["stand_in"]) == {"mamba_signed"}
+    expected = rows(replaced.verdicts)
+    for finding in (2, 4):
+        for column in ("verdict", "deciding", "reason"):
+            assert extension.loc[finding, column] == expected.loc[finding, column]
+    assert extension.loc[4, "verdict"] == "not reproduced" != rows(without.verdicts).loc[4, "verdict"]
+    markdown = claims_markdown(check, TRAIN_LENGTH, GATE)
+    assert "## Extension: findings 2 and 4" in markdown and "| 4 | mamba_signed | mamba | **not reproduced** |" in markdown
+    assert "## Extension" not in claims_markdown(without, TRAIN_LENGTH, GATE)

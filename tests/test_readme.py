@@ -538,3 +538,21 @@ def test_a_schedule_sweep_gets_a_column_per_budget_and_says_when_it_sets_a_budge
         None, sweeps={"benchmarks/sweep.csv": pd.DataFrame(rows[:1]).drop(columns="decay_fraction")}
     )
     assert "A schedule sweep" not in plain
+
+
+def test_the_extension_s_verdicts_stand_apart_from_the_reproduction_s_and_only_where_it_ran():
+    claims = pd.DataFrame([{"finding": 2, "claim": "c", "verdict": "inconclusive", "decided_by": "d"}])
+    extension = pd.DataFrame(
+        [{"stand_in": "mamba_signed", "family": "mamba", "finding": 4, "verdict": "reproduced",
+          "decided_by": "Mamba's S3 profile is closer to its Parity profile"}]  # fmt: skip
+    )
+    block = readme_block(claims, "87 jobs", extension=extension)
+    table_end = block.index("| 2 | c |")
+    line = next(line for line in block.splitlines() if line.startswith("Extension, not the reproduction"))
+    assert block.index(line) > table_end and "config/s3.yaml" in line
+    assert (
+        "finding 4 with Mamba with signed transitions in Mamba's place **reproduced** "
+        "(Mamba's S3 profile is closer to its Parity profile)" in line
+    )
+    assert "Extension" not in readme_block(claims, "87 jobs", extension=extension.iloc[:0])
+    assert "Extension" not in readme_block(claims, "87 jobs")

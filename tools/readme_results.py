@@ -1,6 +1,7 @@
 """Write README.md's verdict table and docs/results.md from the latest complete run in
-this directory (claims, behaviour summary, training table, and the Conv1D summary when
-measured), and the committed benchmark tables.
+this directory (claims, behaviour summary, training table, the Conv1D summary when
+measured, the extension's verdicts when an overlay ran one), and the committed benchmark
+tables.
 
 The run is the Snakemake log (``.snakemake/log``) with the most jobs among those that
 finished, the newest on ties: the full run, not a later partial rerun. Complete runs
@@ -47,6 +48,7 @@ LEARNABILITY = sorted(  # `snakemake learnability`, committed: the default cap's
 )
 FIGURE = Path("results/figures/probe_profiles.png")
 ROBUSTNESS = Path("results/robustness.csv")
+EXTENSION = Path("results/extension_claims.csv")  # an overlay with a signed variant (config/s3.yaml)
 shown = Path("docs/probe_profiles.png")  # beside the docs, which results/ (git-ignored) is not
 
 
@@ -105,7 +107,8 @@ started = datetime.strptime(runs[base][0][:17], "%Y-%m-%dT%H%M%S")
 date = started.strftime("%Y-%m-%d")
 run_time = "; then ".join(f"{jobs} jobs, Snakemake wall time {elapsed}" for _, jobs, elapsed in runs[base:])
 claims = pd.read_csv("results/claims.csv")
-text = replace_section(readme.read_text(), readme_block(claims, run_time, budget_note))  # checks the markers
+extension = pd.read_csv(EXTENSION) if EXTENSION.exists() else None
+text = replace_section(readme.read_text(), readme_block(claims, run_time, budget_note, extension))  # checks markers
 conv1d_measured = "measured" in claims and claims.set_index("finding")["measured"].notna().get(7, False)
 (readme.parent / shown).parent.mkdir(parents=True, exist_ok=True)
 shutil.copyfile(FIGURE, readme.parent / shown)

@@ -24,6 +24,7 @@ rule claims:
         ),
         subclaims="results/subclaims.csv",
         robustness="results/robustness.csv",
+        extension="results/extension_claims.csv",
         markdown="results/claims.md",
     log:
         "results/logs/claims.log",

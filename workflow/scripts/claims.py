@@ -22,5 +22,6 @@ check = check_claims(
 files.write_csv(check.verdicts, sm.output.table)
 files.write_csv(check.subclaims, sm.output.subclaims)
 files.write_csv(check.robustness, sm.output.robustness)
+files.write_csv(check.extension, sm.output.extension)
 markdown = claims_markdown(check, sm.params.train_length, choices.learned_accuracy)
 files.write_with(lambda tmp: tmp.write_text(markdown), sm.output.markdown)

@@ -237,11 +237,30 @@ def paper_budget_markdown(outcomes: pd.DataFrame, steps: int) -> str:
     )
 
 
-def readme_block(claims: pd.DataFrame | None, run_time: str = "", budget_note: str = "") -> str:
+def extension_markdown(extension: pd.DataFrame) -> str:
+    """One line of ``extension_claims.csv`` (findings 2 and 4 with a signed variant in its
+    family's place), set apart from the reproduction's verdicts; empty without one."""
+    if extension.empty:
+        return ""
+    said = [
+        f"finding {row.finding} with {display_name(row.stand_in)} in {display_name(row.family)}'s place "
+        f"**{row.verdict}** ({row.decided_by})"
+        for row in extension.fillna("").itertuples()
+    ]
+    return (
+        "Extension, not the reproduction (a stated change of model, `--configfile config/s3.yaml`; "
+        "`results/extension_claims.csv`): " + "; ".join(_escape(words) for words in said) + "."
+    )
+
+
+def readme_block(
+    claims: pd.DataFrame | None, run_time: str = "", budget_note: str = "", extension: pd.DataFrame | None = None
+) -> str:
     """README.md's generated block: the run (its jobs and wall time, no date: README states
     what holds, docs/results.md when the run started) and :func:`verdict_markdown`, or,
-    without a complete run (``claims`` None), what writes them; then ``budget_note``
-    (:func:`paper_budget_markdown`) where there is one."""
+    without a complete run (``claims`` None), what writes them; then the extension's
+    verdicts (:func:`extension_markdown`) and ``budget_note`` (:func:`paper_budget_markdown`)
+    where there are any."""
     if claims is None:
         body = [
             "No complete run in this directory: `make run`, then `make readme-results` writes the",
@@ -254,6 +273,8 @@ def readme_block(claims: pd.DataFrame | None, run_time: str = "", budget_note: s
             "",
             verdict_markdown(claims),
         ]
+        if extension is not None and not extension.empty:
+            body += ["", extension_markdown(extension)]
     if budget_note:
         body += ["", budget_note]
     return "\n".join([START, *body, END])

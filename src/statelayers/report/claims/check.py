@@ -6,6 +6,10 @@ runs that learned the task (:class:`statelayers.report.claims.runs.Learned`); fi
 keeps every run; 6 and 7 are not gated. A run whose label probe at the fit length
 stopped at ``probes.max_iter`` is left out of the profile findings (2-4) like a run that
 did not learn.
+
+An extension is never mixed into these verdicts: where a run has signed-transition variants
+(``mamba_signed``, ``mamba2_signed``), findings 2 and 4, the S3 profile's shape, are decided
+a second time with each variant in its family's place (``extension_claims.csv``).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass, replace
 
 import pandas as pd
 
+from statelayers.models.registry import SIGNED, base_arch
 from statelayers.report.claims.engine import Finding
 from statelayers.report.claims.findings import (
     CLAIMS,
@@ -37,6 +42,13 @@ SUBCLAIM_COLUMNS = [
     "flip_confidence", "fragile", "seeds_to_decide", "plain",
 ]  # fmt: skip
 ROBUSTNESS_COLUMNS = ["finding", "alternative", "verdict", "deciding", "same"]
+EXTENSION_COLUMNS = [
+    "stand_in", "family", "finding", "claim", "verdict", "decided_by", "reason", "deciding",
+    "fragile", "fragility", "measured", "rests_on",
+]  # fmt: skip
+EXTENDED_FINDINGS = (2, 4)
+"""The findings an extension decides again: whether S3's profile has parity's shape, the
+findings that rest on the families that learn S3."""
 DECIDED = "decided"
 """The reading of the decided analysis choices in ``subclaims.csv``."""
 
@@ -59,6 +71,11 @@ class ClaimsCheck:
     robustness: pd.DataFrame
     """``robustness.csv``: per finding 1-5 and alternative (:data:`ROBUSTNESS_COLUMNS`): its
     verdict, the sub-claims that decided it, and whether it is the decided verdict."""
+    extension: pd.DataFrame
+    """``extension_claims.csv``: per signed variant that ran and finding of
+    :data:`EXTENDED_FINDINGS` (:data:`EXTENSION_COLUMNS`), the verdict with the variant in its
+    family's place (``stand_in`` in ``family``'s; the texts name the family); empty where
+    none ran."""
 
 
 def _gated_findings(
@@ -85,6 +102,34 @@ def _gated_findings(
         necessity_finding(erasures, readability, Learned(runs, learnability)),
     ]
     return findings, converged
+
+
+def in_place_of(table: pd.DataFrame, variant: str, family: str) -> pd.DataFrame:
+    """``table`` with ``family``'s own runs dropped and ``variant``'s relabelled ``family``."""
+    kept = table[table["arch"] != family]
+    return kept.assign(arch=kept["arch"].replace(variant, family))
+
+
+def extension_verdicts(
+    behaviour: pd.DataFrame, probes: pd.DataFrame, train_length: int, choices: Choices
+) -> pd.DataFrame:
+    """:data:`EXTENDED_FINDINGS` under ``choices`` with each signed variant in ``probes`` in
+    its family's place, gated like the study's runs (no learnability rows: those measure
+    the family, not the variant)."""
+    rows = []
+    for variant in sorted(SIGNED & set(probes["arch"])):
+        family = base_arch(variant)
+        tables = [in_place_of(table, variant, family) for table in (behaviour, probes)]
+        probe_counts = unconverged_probes(tables[1])
+        findings, _ = _gated_findings(*tables, None, None, train_length, choices, None, probe_counts)
+        for finding in findings:
+            if finding.number in EXTENDED_FINDINGS:
+                verdict = finding.verdict(choices.interval)
+                rows.append(
+                    {"stand_in": variant, "family": family, "finding": finding.number,
+                     "claim": CLAIMS[finding.number], **verdict}  # fmt: skip
+                )
+    return pd.DataFrame(rows, columns=EXTENSION_COLUMNS)
 
 
 def check_claims(
@@ -147,7 +192,8 @@ def check_claims(
     subclaims = pd.DataFrame(rows, columns=[*SUBCLAIM_COLUMNS, "text"]).drop(columns="text")
     counts = probe_counts[["arch", "task", "seed", "unconverged"]]
     runs = converged.merge(counts, on=["arch", "task", "seed"], how="left").fillna({"unconverged": 0})
-    return ClaimsCheck(verdicts, runs, subclaims, robustness)
+    extension = extension_verdicts(behaviour, probes, train_length, choices)
+    return ClaimsCheck(verdicts, runs, subclaims, robustness, extension)
 
 
 def _robust(robustness: pd.DataFrame, number: int) -> dict:

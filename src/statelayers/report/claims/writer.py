@@ -73,6 +73,18 @@ def claims_markdown(check: ClaimsCheck, train_length: int, learned_accuracy: flo
         unconverged = ", ".join(str(int(n)) for n in group["unconverged"])
         learned = f"{int(group['learned'].sum())} of {len(group)}"
         runs.append(f"| {arch} | {task} | {learned} | {accuracy} | {unconverged} |")
+    extension = []
+    if not check.extension.empty:
+        extension = [
+            "\n## Extension: findings 2 and 4 with a signed variant in its family's place\n",
+            "Not the reproduction: a stated change of model (docs/methods.md). The reasons name the family.\n",
+            "| # | variant | in place of | verdict | deciding | reason |",
+            "|---|---|---|---|---|---|",
+        ]
+        extension += [
+            f"| {r.finding} | {r.stand_in} | {r.family} | **{r.verdict}** | {r.deciding} | {r.reason} |"
+            for r in check.extension.itertuples()
+        ]
     scale = claims["scale"].iloc[0]
     margins = ", ".join(f"{name} {margin:g}" for name, margin in MARGINS.items())
     low, high = FRAGILE_BAND
@@ -91,6 +103,7 @@ def claims_markdown(check: ClaimsCheck, train_length: int, learned_accuracy: flo
             *subclaims,
             "\n## Verdicts under the alternative analysis choices (findings 1-5)\n",
             *robustness,
+            *extension,
             (
                 f"\n## Runs that learned their task (test token accuracy at L = {train_length} "
                 f">= {learned_accuracy})\n"
