@@ -15,8 +15,10 @@ Arms (seed 0, each at its pair's own settings of config/config.yaml, ``max_steps
 
 Every validation check of every arm is appended to ``benchmarks/s3_recipes_curves.csv``
 as it happens (read from the training log), so an arm stopped at ``--deadline`` keeps the
-checks it reached. ``benchmarks/s3_recipes.csv`` then holds, per arm, the validation
-token accuracy at steps 1000, 2000 and 3000, the baseline family's at the same steps from
+checks it reached; a run is keyed by its arm, task and ``max_steps``, so an arm continued
+to 10 000 steps (``--steps 10000``, a fresh run whose schedule spans them) keeps its
+3000-step run. ``benchmarks/s3_recipes.csv`` then holds, per run, the validation
+token accuracy at steps 1000, 2000, 3000 and 10 000, the baseline family's at the same steps from
 its logged learnability curve (:data:`BASELINES`; empty where that curve has no check at
 the step, e.g. after it stopped at the criterion), and the difference. Validation
 accuracy only: nothing here reads probes or verdicts.
@@ -60,7 +62,9 @@ BASELINES = {  # (family, task) -> the learnability curve of the family's own se
     ("transformer", "parity"): "learnability_curves.csv",
 }
 DEFAULT_RUNS = [f"{arm}/{task}" for task in ("s3", "parity") for arm in ARMS]
-AT_STEPS = (1000, 2000, 3000)
+AT_STEPS = (1000, 2000, 3000, 10_000)
+PILOT_STEPS = 3000
+"""Every arm's budget; the rows written before runs were keyed by their budget had it."""
 CURVES = ROOT / "benchmarks" / "s3_recipes_curves.csv"
 TABLE = ROOT / "benchmarks" / "s3_recipes.csv"
 SEED = 0
@@ -74,9 +78,9 @@ class CheckRecorder(logging.Handler):
     """Appends each validation check of the training log to :data:`CURVES`, and raises
     :class:`Deadline` at the first log row past ``deadline``."""
 
-    def __init__(self, arm: str, task: str, deadline: dt.datetime | None):
+    def __init__(self, arm: str, task: str, max_steps: int, deadline: dt.datetime | None):
         super().__init__()
-        self.arm, self.task, self.deadline = arm, task, deadline
+        self.arm, self.task, self.max_steps, self.deadline = arm, task, max_steps, deadline
 
     def emit(self, record: logging.LogRecord) -> None:
         if not record.msg.startswith("step %d/%d") or not record.args[4]:
@@ -84,6 +88,7 @@ class CheckRecorder(logging.Handler):
         step, accuracy, seconds = record.args[0], float(record.args[4].split()[-1]), record.args[5]
         row = {"arm": self.arm, "task": self.task, "seed": SEED, "step": step}
         row |= {"validation_token_accuracy": accuracy, "seconds": round(seconds, 1)}
+        row["max_steps"] = self.max_steps
         pd.DataFrame([row]).to_csv(CURVES, mode="a", header=not CURVES.exists(), index=False)
 
     def check_deadline(self) -> None:
@@ -92,12 +97,14 @@ class CheckRecorder(logging.Handler):
 
 
 def run_arm(config: dict, arm: str, task: str, steps: int, deadline: dt.datetime | None, tmp: Path) -> None:
-    """Train one arm on one task; its checks go to :data:`CURVES` as they happen, replacing
-    those of an earlier run of the arm (a run starts over from step 0)."""
+    """Train one arm on one task for ``steps``; its checks go to :data:`CURVES` as they
+    happen, replacing those of an earlier run of the arm at that budget (a run starts over
+    from step 0)."""
     arch, _, extra = ARMS[arm]
     if CURVES.exists():
-        curves = pd.read_csv(CURVES)
-        curves[(curves["arm"] != arm) | (curves["task"] != task)].to_csv(CURVES, index=False)
+        curves = read_curves()
+        same = (curves["arm"] == arm) & (curves["task"] == task) & (curves["max_steps"] == steps)
+        curves[~same].to_csv(CURVES, index=False)
     validation = tmp / f"{task}_validation.parquet"
     pq.write_table(
         make_split(task, "validation", config["data"]["validation"], config["train_length"],
@@ -117,7 +124,7 @@ def run_arm(config: dict, arm: str, task: str, steps: int, deadline: dt.datetime
         corpus_path=None,
     )
     run = prepare_run(inputs)
-    recorder = CheckRecorder(arm, task, deadline)
+    recorder = CheckRecorder(arm, task, steps, deadline)
     log = logging.getLogger("statelayers.training")
     log.addHandler(recorder)
     draw = run.stream.draw
@@ -135,6 +142,15 @@ def run_arm(config: dict, arm: str, task: str, steps: int, deadline: dt.datetime
         log.removeHandler(recorder)
 
 
+def read_curves() -> pd.DataFrame:
+    """:data:`CURVES`, each row with the ``max_steps`` of its run."""
+    curves = pd.read_csv(CURVES)
+    if "max_steps" not in curves:
+        curves["max_steps"] = PILOT_STEPS
+    curves["max_steps"] = curves["max_steps"].fillna(PILOT_STEPS).astype(int)
+    return curves
+
+
 def baseline_at(family: str, task: str, step: int) -> float | None:
     """The family's logged validation token accuracy at ``step``; ``None`` where not logged."""
     curve = pd.read_csv(ROOT / "benchmarks" / BASELINES[family, task])
@@ -143,14 +159,14 @@ def baseline_at(family: str, task: str, step: int) -> float | None:
 
 
 def table() -> pd.DataFrame:
-    """One row per arm and task: its accuracy at :data:`AT_STEPS` and at its last check
-    (``steps``: an arm stops at the criterion or the deadline), the baseline's at the same
-    steps, and the differences."""
-    curves = pd.read_csv(CURVES)
+    """One row per run (arm, task and ``max_steps``): its accuracy at :data:`AT_STEPS` and
+    at its last check (``steps``: an arm stops at the criterion or the deadline), the
+    baseline's at the same steps, and the differences."""
+    curves = read_curves()
     rows = []
-    for (arm, task), checks in curves.groupby(["arm", "task"], sort=False):
+    for (arm, task, max_steps), checks in curves.groupby(["arm", "task", "max_steps"], sort=False):
         steps = int(checks["step"].max())
-        row = {"arm": arm, "task": task, "seed": SEED, "steps": steps}
+        row = {"arm": arm, "task": task, "seed": SEED, "max_steps": max_steps, "steps": steps}
         for step, name in [(step, str(step)) for step in AT_STEPS] + [(steps, "last")]:
             at = checks[checks["step"] == step]["validation_token_accuracy"]
             ours = float(at.iloc[-1]) if len(at) else None
@@ -166,7 +182,7 @@ def table() -> pd.DataFrame:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("runs", nargs="*", default=DEFAULT_RUNS, help="ARM/TASK, run in this order")
-    parser.add_argument("--steps", type=int, default=3000)
+    parser.add_argument("--steps", type=int, default=PILOT_STEPS)
     parser.add_argument("--deadline", help="UTC HH:MM: stop the arm running then, and skip the rest")
     parser.add_argument("--table-only", action="store_true")
     args = parser.parse_args()
