@@ -280,6 +280,7 @@ variants take their family's key."""
     [
         ((), STUDY_BUDGETS),
         (("conv1d.yaml",), STUDY_BUDGETS),
+        (("s3.yaml",), STUDY_BUDGETS | {"mamba_signed/s3": 3000}),
         (("learnability_s3.yaml",), STUDY_BUDGETS),
         (
             ("learnability_mamba_parity.yaml",),
@@ -373,7 +374,10 @@ def mirrored(overlay: dict, base: dict, path: str = "") -> list[str]:
 
 @pytest.mark.parametrize(
     "overlay",
-    ["paper.yaml", "default_budget.yaml", "conv1d.yaml", "learnability_s3.yaml", "test.yaml", "pretrained.yaml"],
+    [
+        "paper.yaml", "default_budget.yaml", "conv1d.yaml", "s3.yaml", "learnability_s3.yaml", "test.yaml",
+        "pretrained.yaml",
+    ],  # fmt: skip
 )
 def test_an_overlay_states_only_what_it_changes(overlay):
     assert mirrored(yaml.safe_load((REPO / "config" / overlay).read_text()), CONFIG) == []
