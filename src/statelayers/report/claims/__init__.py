@@ -5,8 +5,9 @@
 - :mod:`~statelayers.report.claims.findings`: the seven finding rules, one function each,
   and the analysis choices they read (:class:`~statelayers.report.claims.findings.Choices`);
 - :mod:`~statelayers.report.claims.runs`: which runs learned their task;
-- :mod:`~statelayers.report.claims.check`: the verdicts, and the same under each
-  alternative choice (``robustness.csv``);
+- :mod:`~statelayers.report.claims.check`: the verdicts, the same under each
+  alternative choice (``robustness.csv``), and findings 2 and 4 with a signed variant in
+  its family's place (``extension_claims.csv``, an extension);
 - :mod:`~statelayers.report.claims.writer`: ``claims.md``.
 """
 
