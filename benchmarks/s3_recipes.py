@@ -64,7 +64,7 @@ BASELINES = {  # (family, task) -> the learnability curve of the family's own se
 DEFAULT_RUNS = [f"{arm}/{task}" for task in ("s3", "parity") for arm in ARMS]
 AT_STEPS = (1000, 2000, 3000, 10_000)
 PILOT_STEPS = 3000
-"""Every arm's budget; the rows written before runs were keyed by their budget had it."""
+"""Every arm's budget (``--steps``); a continued run's is larger."""
 CURVES = ROOT / "benchmarks" / "s3_recipes_curves.csv"
 TABLE = ROOT / "benchmarks" / "s3_recipes.csv"
 SEED = 0
@@ -102,7 +102,7 @@ def run_arm(config: dict, arm: str, task: str, steps: int, deadline: dt.datetime
     from step 0)."""
     arch, _, extra = ARMS[arm]
     if CURVES.exists():
-        curves = read_curves()
+        curves = pd.read_csv(CURVES)
         same = (curves["arm"] == arm) & (curves["task"] == task) & (curves["max_steps"] == steps)
         curves[~same].to_csv(CURVES, index=False)
     validation = tmp / f"{task}_validation.parquet"
@@ -142,15 +142,6 @@ def run_arm(config: dict, arm: str, task: str, steps: int, deadline: dt.datetime
         log.removeHandler(recorder)
 
 
-def read_curves() -> pd.DataFrame:
-    """:data:`CURVES`, each row with the ``max_steps`` of its run."""
-    curves = pd.read_csv(CURVES)
-    if "max_steps" not in curves:
-        curves["max_steps"] = PILOT_STEPS
-    curves["max_steps"] = curves["max_steps"].fillna(PILOT_STEPS).astype(int)
-    return curves
-
-
 def baseline_at(family: str, task: str, step: int) -> float | None:
     """The family's logged validation token accuracy at ``step``; ``None`` where not logged."""
     curve = pd.read_csv(ROOT / "benchmarks" / BASELINES[family, task])
@@ -162,7 +153,7 @@ def table() -> pd.DataFrame:
     """One row per run (arm, task and ``max_steps``): its accuracy at :data:`AT_STEPS` and
     at its last check (``steps``: an arm stops at the criterion or the deadline), the
     baseline's at the same steps, and the differences."""
-    curves = read_curves()
+    curves = pd.read_csv(CURVES)
     rows = []
     for (arm, task, max_steps), checks in curves.groupby(["arm", "task", "max_steps"], sort=False):
         steps = int(checks["step"].max())

@@ -78,6 +78,16 @@ class ClaimsCheck:
     none ran."""
 
 
+def _with_probe_convergence(runs: pd.DataFrame, probe_counts: pd.DataFrame) -> pd.DataFrame:
+    """``runs`` with ``labels_converged``: the profile findings (2-4) also leave out a run
+    whose label probes stopped at ``probes.max_iter``."""
+    return runs.merge(
+        probe_counts[["arch", "task", "seed", "labels_converged"]],
+        on=["arch", "task", "seed"],
+        how="left",
+    ).fillna({"labels_converged": True})
+
+
 def _gated_findings(
     behaviour: pd.DataFrame,
     probes: pd.DataFrame,
@@ -91,11 +101,7 @@ def _gated_findings(
     """Findings 1-5 under ``choices``, and the runs table they gated on; ``probe_counts`` is
     :func:`~statelayers.report.claims.runs.unconverged_probes` of ``probes``."""
     runs = learned_runs(behaviour, train_length, choices.learned_accuracy)
-    converged = runs.merge(
-        probe_counts[["arch", "task", "seed", "labels_converged"]],
-        on=["arch", "task", "seed"],
-        how="left",
-    ).fillna({"labels_converged": True})
+    converged = _with_probe_convergence(runs, probe_counts)
     findings = [
         behaviour_finding(behaviour, choices),
         *profile_findings(probes, Learned(converged, learnability), choices),
@@ -119,10 +125,10 @@ def extension_verdicts(
     rows = []
     for variant in sorted(SIGNED & set(probes["arch"])):
         family = base_arch(variant)
-        tables = [in_place_of(table, variant, family) for table in (behaviour, probes)]
-        probe_counts = unconverged_probes(tables[1])
-        findings, _ = _gated_findings(*tables, None, None, train_length, choices, None, probe_counts)
-        for finding in findings:
+        behaviour_in, probes_in = (in_place_of(table, variant, family) for table in (behaviour, probes))
+        runs = learned_runs(behaviour_in, train_length, choices.learned_accuracy)
+        learned = Learned(_with_probe_convergence(runs, unconverged_probes(probes_in)), None)
+        for finding in profile_findings(probes_in, learned, choices):
             if finding.number in EXTENDED_FINDINGS:
                 verdict = finding.verdict(choices.interval)
                 rows.append(
